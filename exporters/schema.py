@@ -1,0 +1,227 @@
+"""The metric contract: every metric ptmon exports or reads, in one place.
+
+Nothing else in the project spells a ``posttrain_`` metric name; the
+exporters build their collectors from these specs and the monitor looks
+series up through them, so a rename here is a rename everywhere.
+
+Names are the names *as exposed* (counters end in ``_total``); prometheus_client
+strips and re-adds the suffix itself. Units are in the names, per the
+Prometheus naming conventions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+__all__ = [
+    "MetricSpec",
+    "Kind",
+    "ROLES",
+    "ROLE_TRAINER",
+    "ROLE_ROLLOUT",
+    "ROLE_EVAL",
+    "ROLE_ENGINE",
+    "ROLE_GPU",
+    "ROLLOUT_OUTCOMES",
+    "DEFAULT_GPU_HOUR_PRICE",
+    "STEP_SECONDS_BUCKETS",
+    "WEIGHT_SYNC_SECONDS_BUCKETS",
+    "ROLLOUT_SECONDS_BUCKETS",
+    "DEFAULT_REWARD_BUCKETS",
+    "RUN_INFO",
+    "TRAINER_STEPS",
+    "TRAINER_STEP_SECONDS",
+    "TRAINER_TOKENS",
+    "TRAINER_LAST_STEP_TIMESTAMP",
+    "POLICY_VERSION",
+    "WEIGHT_SYNC_SECONDS",
+    "WEIGHT_SYNC_BYTES",
+    "WEIGHT_SYNC_FAILURES",
+    "LOSS",
+    "KL",
+    "ENTROPY",
+    "GRAD_NORM",
+    "LEARNING_RATE",
+    "TRAINER_SCALARS",
+    "ROLLOUTS",
+    "ROLLOUT_TOKENS",
+    "ROLLOUT_SECONDS",
+    "ROLLOUT_REWARD",
+    "ROLLOUT_POLICY_VERSION",
+    "EVAL_SCORE",
+    "EVAL_POLICY_VERSION",
+    "EVAL_SAMPLES",
+    "GPUS",
+    "GPU_SECONDS",
+    "GPU_HOUR_PRICE",
+    "EXPORTER_ERRORS",
+    "CONTRACT",
+    "VLLM_GENERATION_TOKENS",
+    "VLLM_PROMPT_TOKENS",
+    "VLLM_REQUESTS_RUNNING",
+    "VLLM_REQUESTS_WAITING",
+    "VLLM_KV_CACHE_USAGE",
+    "VLLM_GPU_CACHE_USAGE",
+    "SGLANG_GENERATION_TOKENS",
+    "SGLANG_PROMPT_TOKENS",
+    "SGLANG_RUNNING_REQS",
+    "SGLANG_QUEUE_REQS",
+    "SGLANG_TOKEN_USAGE",
+    "SGLANG_GEN_THROUGHPUT",
+    "DCGM_GPU_UTIL",
+    "DCGM_POWER_USAGE",
+    "DCGM_TOTAL_ENERGY",
+    "ENGINE_PREFIXES",
+    "DCGM_PREFIX",
+    "counter_aliases",
+]
+
+Kind = Literal["counter", "gauge", "histogram", "info"]
+
+ROLE_TRAINER: Final = "trainer"
+ROLE_ROLLOUT: Final = "rollout"
+ROLE_EVAL: Final = "eval"
+ROLE_ENGINE: Final = "engine"
+ROLE_GPU: Final = "gpu"
+ROLES: Final = (ROLE_TRAINER, ROLE_ROLLOUT, ROLE_EVAL, ROLE_ENGINE, ROLE_GPU)
+
+ROLLOUT_OUTCOMES: Final = ("ok", "error", "truncated", "dropped_stale")
+
+# $/GPU-hour defaults (H100 on-demand at a neocloud, 2026); always configurable.
+DEFAULT_GPU_HOUR_PRICE: Final = 3.00
+
+# Step times run from sub-second (small SFT) to minutes (large RL steps).
+STEP_SECONDS_BUCKETS: Final = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+# Weight sync: 1T params over RDMA ~1.3 s, 70B over gloo minutes: 50 ms .. 5 min.
+WEIGHT_SYNC_SECONDS_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+# A rollout is one episode: a short completion to a long agentic trajectory.
+ROLLOUT_SECONDS_BUCKETS: Final = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+# Rewards are usually in [-1, 1]; exporters take other buckets by keyword.
+DEFAULT_REWARD_BUCKETS: Final = (-1.0, -0.5, 0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One metric of the contract, as exposed on /metrics."""
+
+    name: str
+    kind: Kind
+    help: str
+    unit: str = ""
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] = ()
+
+    @property
+    def bucket(self) -> str:
+        return self.name + "_bucket"
+
+    @property
+    def sum(self) -> str:
+        return self.name + "_sum"
+
+    @property
+    def count(self) -> str:
+        return self.name + "_count"
+
+
+def counter_aliases(name: str) -> tuple[str, ...]:
+    """Both spellings of a counter's sample name: with and without ``_total``.
+
+    prometheus_client exposes ``x_total``; hand-written and older exporters
+    expose plain ``x``. The monitor accepts either.
+    """
+    base = name[: -len("_total")] if name.endswith("_total") else name
+    return (base + "_total", base)
+
+
+RUN_INFO = MetricSpec("posttrain_run_info", "info", "Run identity: run, model, algorithm and role of this process.",
+                      labels=("run", "model", "algorithm", "role"))
+
+TRAINER_STEPS = MetricSpec("posttrain_trainer_steps_total", "counter", "Optimizer steps completed.")
+TRAINER_STEP_SECONDS = MetricSpec("posttrain_trainer_step_seconds", "histogram",
+                                  "Wall time of one training step.", unit="seconds",
+                                  buckets=STEP_SECONDS_BUCKETS)
+TRAINER_TOKENS = MetricSpec("posttrain_trainer_tokens_total", "counter", "Tokens trained on.")
+TRAINER_LAST_STEP_TIMESTAMP = MetricSpec("posttrain_trainer_last_step_timestamp_seconds", "gauge",
+                                         "Unix time the last training step ended (stall detection).",
+                                         unit="seconds")
+POLICY_VERSION = MetricSpec("posttrain_policy_version", "gauge",
+                            "Policy version the trainer last published to the rollout side.")
+WEIGHT_SYNC_SECONDS = MetricSpec("posttrain_weight_sync_seconds", "histogram",
+                                 "End-to-end trainer-to-inference weight sync time, one observation per sync.",
+                                 unit="seconds", buckets=WEIGHT_SYNC_SECONDS_BUCKETS)
+WEIGHT_SYNC_BYTES = MetricSpec("posttrain_weight_sync_bytes_total", "counter",
+                               "Bytes of weights sent by successful weight syncs.", unit="bytes")
+WEIGHT_SYNC_FAILURES = MetricSpec("posttrain_weight_sync_failures_total", "counter", "Weight syncs that raised.")
+
+LOSS = MetricSpec("posttrain_loss", "gauge", "Training loss of the last step.")
+KL = MetricSpec("posttrain_kl", "gauge", "KL divergence to the reference policy at the last step.")
+ENTROPY = MetricSpec("posttrain_entropy", "gauge", "Policy entropy at the last step.")
+GRAD_NORM = MetricSpec("posttrain_grad_norm", "gauge", "Gradient norm at the last step.")
+LEARNING_RATE = MetricSpec("posttrain_learning_rate", "gauge", "Learning rate at the last step.")
+TRAINER_SCALARS: Final = {"loss": LOSS, "kl": KL, "entropy": ENTROPY, "grad_norm": GRAD_NORM,
+                          "learning_rate": LEARNING_RATE}
+
+ROLLOUTS = MetricSpec("posttrain_rollouts_total", "counter", "Rollouts finished, by environment and outcome.",
+                      labels=("env", "outcome"))
+ROLLOUT_TOKENS = MetricSpec("posttrain_rollout_tokens_total", "counter", "Tokens generated in rollouts.",
+                            labels=("env",))
+ROLLOUT_SECONDS = MetricSpec("posttrain_rollout_seconds", "histogram", "Wall time of one rollout.",
+                             unit="seconds", labels=("env",), buckets=ROLLOUT_SECONDS_BUCKETS)
+ROLLOUT_REWARD = MetricSpec("posttrain_rollout_reward", "histogram", "Reward of one rollout.",
+                            labels=("env",), buckets=DEFAULT_REWARD_BUCKETS)
+ROLLOUT_POLICY_VERSION = MetricSpec("posttrain_rollout_policy_version", "gauge",
+                                    "Policy version this rollout worker samples with.")
+
+EVAL_SCORE = MetricSpec("posttrain_eval_score", "gauge", "Latest eval score (in [0, 1] or points).",
+                        labels=("benchmark",))
+EVAL_POLICY_VERSION = MetricSpec("posttrain_eval_policy_version", "gauge",
+                                 "Policy version the latest eval score was measured on.", labels=("benchmark",))
+EVAL_SAMPLES = MetricSpec("posttrain_eval_samples", "gauge", "Samples behind the latest eval score (for error bars).",
+                          labels=("benchmark",))
+
+GPUS = MetricSpec("posttrain_gpus", "gauge", "GPUs held by this process, by role.", labels=("role",))
+GPU_SECONDS = MetricSpec("posttrain_gpu_seconds_total", "counter",
+                         "GPU-seconds accumulated (GPUs x wall seconds), exact at scrape time.",
+                         unit="seconds", labels=("role",))
+GPU_HOUR_PRICE = MetricSpec("posttrain_gpu_hour_price_dollars", "gauge", "Configured price of one GPU-hour.",
+                            unit="dollars", labels=("role",))
+
+EXPORTER_ERRORS = MetricSpec("posttrain_exporter_errors_total", "counter",
+                             "Recording calls whose values were dropped (bad value or internal error).",
+                             labels=("call",))
+
+CONTRACT: Final[tuple[MetricSpec, ...]] = (
+    RUN_INFO, TRAINER_STEPS, TRAINER_STEP_SECONDS, TRAINER_TOKENS, TRAINER_LAST_STEP_TIMESTAMP,
+    POLICY_VERSION, WEIGHT_SYNC_SECONDS, WEIGHT_SYNC_BYTES, WEIGHT_SYNC_FAILURES,
+    LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE,
+    ROLLOUTS, ROLLOUT_TOKENS, ROLLOUT_SECONDS, ROLLOUT_REWARD, ROLLOUT_POLICY_VERSION,
+    EVAL_SCORE, EVAL_POLICY_VERSION, EVAL_SAMPLES,
+    GPUS, GPU_SECONDS, GPU_HOUR_PRICE, EXPORTER_ERRORS,
+)
+
+# Third-party metrics the monitor understands with no instrumentation at all.
+# vLLM (vllm/v1/metrics/loggers.py): counters exposed with _total; labels model_name, engine.
+VLLM_GENERATION_TOKENS = MetricSpec("vllm:generation_tokens_total", "counter", "vLLM generated tokens.")
+VLLM_PROMPT_TOKENS = MetricSpec("vllm:prompt_tokens_total", "counter", "vLLM prefill tokens.")
+VLLM_REQUESTS_RUNNING = MetricSpec("vllm:num_requests_running", "gauge", "vLLM requests running.")
+VLLM_REQUESTS_WAITING = MetricSpec("vllm:num_requests_waiting", "gauge", "vLLM requests waiting (queue depth).")
+VLLM_KV_CACHE_USAGE = MetricSpec("vllm:kv_cache_usage_perc", "gauge", "vLLM KV-cache usage, 0..1.")
+VLLM_GPU_CACHE_USAGE = MetricSpec("vllm:gpu_cache_usage_perc", "gauge", "vLLM KV-cache usage (older name).")
+# SGLang (python/sglang/srt/metrics/collector.py), with --enable-metrics.
+SGLANG_GENERATION_TOKENS = MetricSpec("sglang:generation_tokens_total", "counter", "SGLang generated tokens.")
+SGLANG_PROMPT_TOKENS = MetricSpec("sglang:prompt_tokens_total", "counter", "SGLang prefill tokens.")
+SGLANG_RUNNING_REQS = MetricSpec("sglang:num_running_reqs", "gauge", "SGLang requests running.")
+SGLANG_QUEUE_REQS = MetricSpec("sglang:num_queue_reqs", "gauge", "SGLang requests queued.")
+SGLANG_TOKEN_USAGE = MetricSpec("sglang:token_usage", "gauge", "SGLang KV token usage, 0..1.")
+SGLANG_GEN_THROUGHPUT = MetricSpec("sglang:gen_throughput", "gauge", "SGLang generation throughput, tokens/s.")
+# NVIDIA dcgm-exporter (port 9400): per-GPU gauges and an energy counter without _total.
+DCGM_GPU_UTIL = MetricSpec("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilisation, percent.")
+DCGM_POWER_USAGE = MetricSpec("DCGM_FI_DEV_POWER_USAGE", "gauge", "GPU power draw, watts.")
+DCGM_TOTAL_ENERGY = MetricSpec("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+                               "GPU energy since boot, millijoules.")
+
+# Behind Ray's metrics agent vLLM's names become ray_vllm_... with ':' turned into '_'.
+ENGINE_PREFIXES: Final = ("vllm:", "sglang:", "ray_vllm_", "vllm_", "sglang_")
+DCGM_PREFIX: Final = "DCGM_FI_"

@@ -1,0 +1,93 @@
+"""The ``ptmon`` command: argument parsing and dispatch, nothing else.
+
+Each subcommand's work lives with the module that owns it; this file only
+turns argv into keyword arguments so ``--help`` stays fast (no Textual import).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+__all__ = ["main", "build_parser"]
+
+
+def _version() -> str:
+    try:
+        return version("ptmon")
+    except PackageNotFoundError:  # running from a source tree
+        return "0+unknown"
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _add_source_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("urls", nargs="*", metavar="URL", help="/metrics URLs to scrape (host:port is enough)")
+    p.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml with targets, prices and thresholds")
+    p.add_argument("--interval", type=_positive_float, metavar="S", help="scrape interval in seconds (default 1)")
+    p.add_argument("--window", type=_positive_float, metavar="S", help="measurement window in seconds (default 300)")
+    p.add_argument("--timeout", type=_positive_float, metavar="S", help="per-target scrape timeout in seconds")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ptmon",
+        description="Live monitor for LLM post-training loops: intelligence per dollar, "
+        "rollout rate, weight-sync latency.",
+    )
+    parser.add_argument("--version", action="version", version=f"ptmon {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="run a synthetic post-training loop and watch it")
+    demo.add_argument("--scenario", default="healthy",
+                      choices=("healthy", "slow-sync", "straggler", "plateau", "crash"))
+    demo.add_argument("--speed", type=_positive_float, default=1.0, metavar="X", help="time compression factor")
+    demo.add_argument("--workers", type=int, default=4, metavar="N", help="rollout workers (default 4)")
+    demo.add_argument("--duration", type=_positive_float, metavar="S", help="stop after S seconds")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--headless", action="store_true",
+                      help="serve the exporters only; print their URLs and a prometheus.yml")
+    demo.add_argument("--interval", type=_positive_float, metavar="S", help="TUI scrape interval")
+
+    watch = sub.add_parser("watch", help="the live TUI on real targets")
+    _add_source_args(watch)
+
+    snap = sub.add_parser("snapshot", help="one measurement window as a table or JSON")
+    _add_source_args(snap)
+    snap.add_argument("--over", type=_positive_float, default=5.0, metavar="S",
+                      help="seconds to scrape before printing (default 5)")
+    snap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if args.command == "demo":
+        from demo.launcher import run_demo
+
+        return run_demo(args)
+    if args.command == "watch":
+        from monitor.app import run_watch
+
+        return run_watch(args)
+    from monitor.snapshot import run_snapshot
+
+    return run_snapshot(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Bounded in-memory time series: one ring buffer per (target, series).
+
+Memory is bounded whatever a target sends: each series keeps at most
+``capacity`` points and each target at most ``max_series`` series; series
+beyond the cap are dropped and counted, so the target's health can say so.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from monitor.parse import Sample
+
+__all__ = ["Store", "Series", "IngestResult", "SeriesKey", "DEFAULT_CAPACITY", "DEFAULT_MAX_SERIES"]
+
+DEFAULT_CAPACITY = 3600  # one hour at one scrape per second
+DEFAULT_MAX_SERIES = 20_000
+
+SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def series_key(name: str, labels: Mapping[str, str]) -> SeriesKey:
+    return (name, tuple(sorted(labels.items())))
+
+
+class Series:
+    """A ring buffer of (timestamp, value) points, oldest first."""
+
+    __slots__ = ("name", "labels", "_points")
+
+    def __init__(self, name: str, labels: Mapping[str, str], *, capacity: int) -> None:
+        self.name = name
+        self.labels: Mapping[str, str] = MappingProxyType(dict(labels))
+        self._points: deque[tuple[float, float]] = deque(maxlen=capacity)
+
+    def append(self, timestamp: float, value: float) -> None:
+        self._points.append((timestamp, value))
+
+    def last(self) -> tuple[float, float] | None:
+        return self._points[-1] if self._points else None
+
+    def points(self, start: float | None = None, end: float | None = None) -> list[tuple[float, float]]:
+        """Points with ``start <= t <= end``, oldest first (scans from the newest end)."""
+        pts = self._points
+        if start is None and end is None:
+            return list(pts)
+        out: list[tuple[float, float]] = []
+        for t, v in reversed(pts):
+            if end is not None and t > end:
+                continue
+            if start is not None and t < start:
+                break
+            out.append((t, v))
+        out.reverse()
+        return out
+
+    def __len__(self) -> int:
+        return len(self._points)
+
+    def __repr__(self) -> str:
+        return f"Series({self.name!r}, {dict(self.labels)!r}, {len(self._points)} points)"
+
+
+@dataclass(slots=True)
+class IngestResult:
+    accepted: int = 0
+    dropped_series: int = 0
+
+
+@dataclass(slots=True)
+class _TargetData:
+    series: dict[SeriesKey, Series] = field(default_factory=dict)
+    by_name: dict[str, list[Series]] = field(default_factory=dict)
+    scrapes: deque[float] = field(default_factory=deque)
+    dropped_series: int = 0
+
+
+class Store:
+    """Per-target series store. Not thread-safe: one event loop owns it."""
+
+    def __init__(self, *, capacity: int = DEFAULT_CAPACITY, max_series: int = DEFAULT_MAX_SERIES) -> None:
+        if capacity < 2:
+            raise ValueError(f"capacity must be at least 2 points, got {capacity}")
+        if max_series < 1:
+            raise ValueError(f"max_series must be at least 1, got {max_series}")
+        self.capacity = capacity
+        self.max_series = max_series
+        self._targets: dict[str, _TargetData] = {}
+
+    def ingest(self, target: str, timestamp: float, samples: Iterable[Sample]) -> IngestResult:
+        """Append one scrape's samples at ``timestamp`` (a sample's own timestamp wins)."""
+        data = self._targets.get(target)
+        if data is None:
+            data = self._targets[target] = _TargetData(scrapes=deque(maxlen=self.capacity))
+        data.scrapes.append(timestamp)
+        result = IngestResult()
+        table = data.series
+        for s in samples:
+            key = (s.name, tuple(sorted(s.labels.items())))
+            series = table.get(key)
+            if series is None:
+                if len(table) >= self.max_series:
+                    result.dropped_series += 1
+                    continue
+                series = table[key] = Series(s.name, s.labels, capacity=self.capacity)
+                data.by_name.setdefault(s.name, []).append(series)
+            series.append(timestamp if s.timestamp is None else s.timestamp, s.value)
+            result.accepted += 1
+        data.dropped_series += result.dropped_series
+        return result
+
+    def targets(self) -> list[str]:
+        return list(self._targets)
+
+    def series(self, target: str, name: str) -> list[Series]:
+        """Every series of ``target`` whose sample name is exactly ``name``."""
+        data = self._targets.get(target)
+        if data is None:
+            return []
+        return list(data.by_name.get(name, ()))
+
+    def names(self, target: str) -> Iterator[str]:
+        data = self._targets.get(target)
+        return iter(data.by_name) if data is not None else iter(())
+
+    def scrape_times(self, target: str) -> list[float]:
+        data = self._targets.get(target)
+        return list(data.scrapes) if data is not None else []
+
+    def series_count(self, target: str) -> int:
+        data = self._targets.get(target)
+        return len(data.series) if data is not None else 0
+
+    def dropped_series(self, target: str) -> int:
+        data = self._targets.get(target)
+        return data.dropped_series if data is not None else 0
