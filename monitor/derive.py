@@ -1,0 +1,239 @@
+"""Pure numeric primitives over stored points: rate, quantiles, slopes.
+
+Every function here is a pure function of ``(timestamp, value)`` points and
+explicit times: no clock, no store, no I/O, so each number on the dashboard
+can be checked by hand in a test.
+
+``rate``/``increase`` follow PromQL's ``extrapolatedRate`` (Prometheus 2.48+
+order of the start-side corrections) and ``histogram_quantile`` follows
+PromQL's ``bucketQuantile``: the same points give the same number as a
+Prometheus server, which is what lets a user check ptmon against their
+Grafana. Windows are left-open, ``(start, end]``, as in Prometheus 3.
+
+Functions return ``None`` where PromQL returns nothing or NaN (fewer than two
+points, no observations): the dashboard shows "unknown", never a made-up 0.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+
+from monitor.store import Series
+
+__all__ = [
+    "Points",
+    "in_window",
+    "rate",
+    "increase",
+    "raw_increase",
+    "counter_total",
+    "counter_deltas",
+    "value_at",
+    "histogram_quantile",
+    "parse_le",
+    "least_squares_slope",
+    "median",
+    "mean",
+]
+
+Points = Sequence[tuple[float, float]]
+
+# PromQL extrapolates to a range boundary only when the first/last sample is
+# within 110% of the average spacing from it (promql/functions.go).
+_EXTRAPOLATION_THRESHOLD = 1.1
+
+
+def in_window(series: Series, start: float, end: float) -> list[tuple[float, float]]:
+    """The series' points with ``start < t <= end`` (PromQL's left-open range)."""
+    pts = series.points(start, end)
+    i = 0
+    while i < len(pts) and pts[i][0] <= start:
+        i += 1
+    return pts[i:] if i else pts
+
+
+def _reset_correction(values: Sequence[float]) -> float:
+    """Sum of the values just before each drop: a drop means a restart from zero."""
+    return sum(a for a, b in zip(values, values[1:]) if b < a)
+
+
+def _extrapolated(points: Points, start: float, end: float, *, is_rate: bool) -> float | None:
+    n = len(points)
+    if n < 2:
+        return None
+    first_t, first_v = points[0]
+    last_t, last_v = points[-1]
+    sampled = last_t - first_t
+    if sampled <= 0:
+        return None
+    values = [v for _, v in points]
+    result = last_v - first_v + _reset_correction(values)
+    avg = sampled / (n - 1)
+    threshold = avg * _EXTRAPOLATION_THRESHOLD
+    to_start = first_t - start
+    to_end = end - last_t
+    if to_start >= threshold:
+        to_start = avg / 2
+    # A counter cannot have been negative: extrapolate back to zero at most.
+    if result > 0 and first_v >= 0:
+        to_zero = sampled * (first_v / result)
+        if to_zero < to_start:
+            to_start = to_zero
+    if to_end >= threshold:
+        to_end = avg / 2
+    factor = (sampled + to_start + to_end) / sampled
+    if is_rate:
+        factor /= end - start
+    return result * factor
+
+
+def increase(points: Points, *, start: float, end: float) -> float | None:
+    """PromQL ``increase(x[end-start])`` at ``end`` over points already in ``(start, end]``."""
+    return _extrapolated(points, start, end, is_rate=False)
+
+
+def rate(points: Points, *, start: float, end: float) -> float | None:
+    """PromQL ``rate(x[end-start])`` at ``end``: per-second, counter resets handled, extrapolated."""
+    return _extrapolated(points, start, end, is_rate=True)
+
+
+def raw_increase(points: Points) -> float | None:
+    """How much a counter grew between its first and last point, resets handled, no extrapolation.
+
+    For counts a person reads as whole events ("3 syncs in the window"),
+    where PromQL's extrapolated 3.3 would look like a bug.
+    """
+    if len(points) < 2:
+        return None
+    values = [v for _, v in points]
+    return values[-1] - values[0] + _reset_correction(values)
+
+
+def counter_total(points: Points) -> float | None:
+    """The counter's total across restarts seen in ``points``: last value plus pre-reset values."""
+    if not points:
+        return None
+    values = [v for _, v in points]
+    return values[-1] + _reset_correction(values)
+
+
+def counter_deltas(points: Points) -> list[tuple[float, float, float]]:
+    """``(t, increase, seconds)`` between consecutive points; after a drop the increase is the new value."""
+    out: list[tuple[float, float, float]] = []
+    it = iter(points)
+    prev = next(it, None)
+    if prev is None:
+        return out
+    pt, pv = prev
+    for t, v in it:
+        out.append((t, v - pv if v >= pv else v, t - pt))
+        pt, pv = t, v
+    return out
+
+
+def value_at(points: Points, t: float) -> float | None:
+    """The last value at or before ``t`` (points oldest first), or None before the first point."""
+    i = bisect_right(points, t, key=lambda p: p[0])
+    return points[i - 1][1] if i else None
+
+
+def parse_le(text: str) -> float | None:
+    """A bucket's ``le`` label as a float (``+Inf`` included); None when it is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def histogram_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> float | None:
+    """PromQL ``histogram_quantile`` over ``(upper_bound, cumulative_count)`` pairs.
+
+    Linear interpolation inside the bucket holding the rank; the lowest bucket
+    starts at 0 when its upper bound is positive; a rank in the +Inf bucket
+    returns the highest finite bound. None where PromQL gives NaN: no +Inf
+    bucket, fewer than two buckets (a +Inf-only histogram), no observations.
+    """
+    if math.isnan(q):
+        return None
+    if q < 0:
+        return -math.inf
+    if q > 1:
+        return math.inf
+    ordered = sorted(buckets)
+    if not ordered or ordered[-1][0] != math.inf:
+        return None
+    # Coalesce equal bounds (e.g. the same histogram summed from two label sets).
+    bounds: list[float] = []
+    counts: list[float] = []
+    for le, c in ordered:
+        if bounds and bounds[-1] == le:
+            counts[-1] += c
+        else:
+            bounds.append(le)
+            counts.append(c)
+    # Float noise from rate() across buckets: treat relative differences <= 1e-12 as equal.
+    prev = counts[0]
+    for i in range(1, len(counts)):
+        cur = counts[i]
+        delta = abs(cur - prev)
+        if delta == 0:
+            continue
+        if cur != 0 and delta / cur <= 1e-12:
+            counts[i] = prev
+        else:
+            prev = cur
+    # Cumulative counts cannot decrease: take the envelope (scrape skew between buckets).
+    top = counts[0]
+    for i in range(1, len(counts)):
+        if counts[i] > top:
+            top = counts[i]
+        elif counts[i] < top:
+            counts[i] = top
+    if len(bounds) < 2:
+        return None
+    observations = counts[-1]
+    if not observations > 0:
+        return None
+    rank = q * observations
+    b = 0
+    last = len(counts) - 1
+    while b < last and counts[b] < rank:
+        b += 1
+    if b == last:
+        return bounds[-2]
+    if b == 0 and bounds[0] <= 0:
+        return bounds[0]
+    start = 0.0
+    end = bounds[b]
+    count = counts[b]
+    if b > 0:
+        start = bounds[b - 1]
+        count -= counts[b - 1]
+        rank -= counts[b - 1]
+    if count == 0:  # q == 0 on an empty lowest bucket: PromQL's 0/0
+        return None
+    return start + (end - start) * (rank / count)
+
+
+def least_squares_slope(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Ordinary least-squares slope of ys on xs; None with fewer than two distinct xs."""
+    if len(xs) != len(ys) or len(xs) < 2:
+        return None
+    try:
+        return statistics.linear_regression(xs, ys).slope
+    except statistics.StatisticsError:  # every x equal: no slope to speak of
+        return None
+
+
+def median(values: Iterable[float]) -> float | None:
+    """The middle value (mean of the two middle ones for an even count); None when empty."""
+    data = list(values)
+    return statistics.median(data) if data else None
+
+
+def mean(values: Iterable[float]) -> float | None:
+    data = list(values)
+    return statistics.fmean(data) if data else None

@@ -1,0 +1,184 @@
+"""monitor.derive against numbers worked out by hand (PromQL's rules spelled out in each test)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from monitor.derive import (
+    counter_deltas,
+    counter_total,
+    histogram_quantile,
+    in_window,
+    increase,
+    least_squares_slope,
+    mean,
+    median,
+    parse_le,
+    rate,
+    raw_increase,
+    value_at,
+)
+from monitor.store import Series
+
+INF = math.inf
+
+
+def pts(*pairs: tuple[float, float]) -> list[tuple[float, float]]:
+    return list(pairs)
+
+
+# --- rate / increase -------------------------------------------------------------------------
+
+
+def test_rate_counter_from_zero_extrapolates_no_further_than_zero() -> None:
+    # 0,10,..,50 at t=10..60; window (0, 60]. The series starts 10 s after the range start (within
+    # 1.1 x the 10 s spacing), but a counter at 0 cannot be extrapolated backwards: increase = 50.
+    p = [(10.0 * i, 10.0 * (i - 1)) for i in range(1, 7)]
+    assert increase(p, start=0, end=60) == pytest.approx(50.0)
+    assert rate(p, start=0, end=60) == pytest.approx(50.0 / 60)
+
+
+def test_rate_extrapolates_to_the_range_start_when_close() -> None:
+    # 100..150 at t=10..60: 10 s to the start < 11 s threshold, zero point is 100 s away:
+    # extrapolate the full 10 s: factor (50 + 10) / 50 = 1.2 -> increase 60, rate 1/s.
+    p = [(10.0 * i, 90.0 + 10.0 * i) for i in range(1, 7)]
+    assert increase(p, start=0, end=60) == pytest.approx(60.0)
+    assert rate(p, start=0, end=60) == pytest.approx(1.0)
+
+
+def test_rate_counter_reset_counts_from_zero() -> None:
+    # 100,110,120 | restart | 5,15,25: increments 10+10+5+10+10 = 45 over 50 s sampled;
+    # extrapolated by (50 + 10) / 50 -> 54; rate 54 / 60 = 0.9.
+    p = pts((10, 100), (20, 110), (30, 120), (40, 5), (50, 15), (60, 25))
+    assert raw_increase(p) == pytest.approx(45.0)
+    assert increase(p, start=0, end=60) == pytest.approx(54.0)
+    assert rate(p, start=0, end=60) == pytest.approx(0.9)
+
+
+def test_rate_series_starting_mid_window_extrapolates_half_a_spacing() -> None:
+    # First sample 50 s after the range start (>= 11 s): extrapolate only avg/2 = 5 s.
+    p = [(50.0 + 10 * i, 100.0 + 10 * i) for i in range(6)]
+    assert increase(p, start=0, end=100) == pytest.approx(55.0)
+    assert rate(p, start=0, end=100) == pytest.approx(0.55)
+
+
+def test_rate_series_ending_early_extrapolates_half_a_spacing_at_the_end() -> None:
+    # 100..150 at t=0.5..50.5 (spacing 10), window (0, 100]: start gap 0.5 s (full), end gap 49.5 s -> 5 s.
+    p = [(0.5 + 10 * i, 100.0 + 10 * i) for i in range(6)]
+    assert increase(p, start=0, end=100) == pytest.approx(50 * (50 + 0.5 + 5) / 50)
+
+
+@pytest.mark.parametrize("p", [[], [(10.0, 5.0)]])
+def test_rate_needs_two_points(p: list[tuple[float, float]]) -> None:
+    assert rate(p, start=0, end=60) is None
+    assert increase(p, start=0, end=60) is None
+    assert raw_increase(p) is None
+
+
+def test_flat_counter_rate_is_zero_not_none() -> None:
+    p = pts((10, 7), (20, 7), (30, 7))
+    assert rate(p, start=0, end=30) == 0.0
+
+
+def test_in_window_is_left_open() -> None:
+    s = Series("x", {}, capacity=10)
+    for t in (0.0, 10.0, 20.0, 30.0):
+        s.append(t, t)
+    assert in_window(s, 10.0, 30.0) == [(20.0, 20.0), (30.0, 30.0)]
+    assert in_window(s, 5.0, 25.0) == [(10.0, 10.0), (20.0, 20.0)]
+    assert in_window(s, 40.0, 50.0) == []
+
+
+def test_counter_total_and_deltas_across_a_restart() -> None:
+    p = pts((1, 10), (2, 30), (3, 4), (4, 9))
+    assert counter_total(p) == 30 + 9
+    assert counter_total([]) is None
+    assert counter_deltas(p) == [(2, 20, 1), (3, 4, 1), (4, 5, 1)]
+    assert counter_deltas([]) == []
+
+
+def test_value_at() -> None:
+    p = pts((10, 1), (20, 2), (30, 3))
+    assert value_at(p, 5) is None
+    assert value_at(p, 10) == 1
+    assert value_at(p, 29.9) == 2
+    assert value_at(p, 100) == 3
+
+
+# --- histogram_quantile ----------------------------------------------------------------------
+
+HIST = [(0.1, 0.0), (0.5, 10.0), (1.0, 20.0), (INF, 20.0)]
+
+
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [
+        (0.5, 0.5),  # rank 10 is the top of the (0.1, 0.5] bucket
+        (0.75, 0.75),  # rank 15: 5 of 10 into (0.5, 1.0]
+        (0.99, 0.99),  # rank 19.8: 9.8 of 10 into (0.5, 1.0]
+        (0.25, 0.3),  # rank 5: half way through (0.1, 0.5]
+    ],
+)
+def test_histogram_quantile_interpolates_linearly(q: float, expected: float) -> None:
+    assert histogram_quantile(q, HIST) == pytest.approx(expected)
+
+
+def test_histogram_quantile_lowest_bucket_starts_at_zero() -> None:
+    assert histogram_quantile(0.25, [(1.0, 10.0), (2.0, 20.0), (INF, 20.0)]) == pytest.approx(0.5)
+
+
+def test_histogram_quantile_lowest_bucket_at_or_below_zero_returns_its_bound() -> None:
+    assert histogram_quantile(0.2, [(-1.0, 5.0), (0.0, 10.0), (INF, 10.0)]) == -1.0
+
+
+def test_histogram_quantile_rank_in_inf_bucket_returns_highest_finite_bound() -> None:
+    assert histogram_quantile(0.5, [(1.0, 0.0), (2.0, 0.0), (INF, 5.0)]) == 2.0
+    assert histogram_quantile(0.99, [(1.0, 10.0), (2.0, 20.0), (INF, 40.0)]) == 2.0
+
+
+def test_histogram_quantile_inf_only_is_unknown() -> None:
+    assert histogram_quantile(0.5, [(INF, 5.0)]) is None
+
+
+def test_histogram_quantile_unknowns() -> None:
+    assert histogram_quantile(0.5, []) is None
+    assert histogram_quantile(0.5, [(1.0, 3.0), (2.0, 5.0)]) is None  # no +Inf bucket
+    assert histogram_quantile(0.5, [(1.0, 0.0), (INF, 0.0)]) is None  # no observations
+    assert histogram_quantile(float("nan"), HIST) is None
+    assert histogram_quantile(-0.1, HIST) == -INF
+    assert histogram_quantile(1.1, HIST) == INF
+
+
+def test_histogram_quantile_forces_monotonic_and_coalesces_and_sorts() -> None:
+    # 10, 8, 12 -> envelope 10, 10, 12: rank 6 lands in (0, 1]: 0.6.
+    assert histogram_quantile(0.5, [(INF, 12.0), (2.0, 8.0), (1.0, 10.0)]) == pytest.approx(0.6)
+    # Two series with the same bounds add up: (1: 4+6), (+Inf: 10+10) -> rank 10 -> bucket 1 full.
+    assert histogram_quantile(0.5, [(1.0, 4.0), (INF, 10.0), (1.0, 6.0), (INF, 10.0)]) == pytest.approx(1.0)
+
+
+def test_parse_le() -> None:
+    assert parse_le("+Inf") == INF
+    assert parse_le("0.25") == 0.25
+    assert parse_le("nope") is None
+
+
+# --- slope, median, mean ----------------------------------------------------------------------
+
+
+def test_least_squares_slope() -> None:
+    # Score 0.1 -> 0.3 over $2000, exactly linear: 1e-4 per dollar.
+    assert least_squares_slope([0.0, 1000.0, 2000.0], [0.1, 0.2, 0.3]) == pytest.approx(1e-4)
+    # Noisy: x = 0..3, y = 0,2,1,3; means 1.5, 1.5; sxx = 5, sxy = 2.25-0.25-0.25+2.25 = 4 -> 0.8.
+    assert least_squares_slope([0, 1, 2, 3], [0, 2, 1, 3]) == pytest.approx(0.8)
+    assert least_squares_slope([1.0], [0.5]) is None
+    assert least_squares_slope([5.0, 5.0], [0.1, 0.2]) is None
+
+
+def test_median_and_mean() -> None:
+    assert median([3, 1, 2]) == 2
+    assert median([4, 1, 3, 2]) == 2.5
+    assert median([]) is None
+    assert mean([1, 2, 6]) == 3
+    assert mean([]) is None
