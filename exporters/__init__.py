@@ -1,0 +1,21 @@
+"""ptmon's exporters: instrument a post-training loop with a few lines.
+
+Needs prometheus-client only. Every recording call is cheap (microseconds)
+and never raises into the training loop for a metrics problem; bad values
+are dropped and counted in ``posttrain_exporter_errors_total{call}``. The
+metric contract (names, types, labels, buckets) is ``exporters.schema``.
+"""
+
+from exporters.evals import EvalExporter
+from exporters.rollout import RolloutExporter
+from exporters.serve import MetricsServer, multiprocess_registry, serve
+from exporters.trainer import TrainerExporter
+
+__all__ = [
+    "TrainerExporter",
+    "RolloutExporter",
+    "EvalExporter",
+    "serve",
+    "MetricsServer",
+    "multiprocess_registry",
+]

@@ -1,0 +1,114 @@
+"""Turn a contract ``MetricSpec`` into a prometheus_client collector.
+
+The contract spells names as exposed (``x_total`` for counters,
+``x_info`` for info); prometheus_client wants the base name and re-adds the
+suffix itself. Doing that translation here, once, keeps every exporter
+building its collectors from the spec and never from a loose string.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+
+from exporters.schema import MetricSpec
+
+__all__ = [
+    "base_name",
+    "counter",
+    "gauge",
+    "histogram",
+    "counter_family",
+    "gauge_family",
+    "info_family",
+    "fast_inc",
+    "fast_observe",
+]
+
+
+def base_name(spec: MetricSpec) -> str:
+    """The name prometheus_client wants: the exposed name without its type suffix."""
+    if spec.kind == "counter" and spec.name.endswith("_total"):
+        return spec.name[: -len("_total")]
+    if spec.kind == "info" and spec.name.endswith("_info"):
+        return spec.name[: -len("_info")]
+    return spec.name
+
+
+def _check(spec: MetricSpec, kind: str) -> None:
+    if spec.kind != kind:
+        raise TypeError(f"{spec.name} is a {spec.kind} in the contract, not a {kind}")
+
+
+def counter(spec: MetricSpec, registry: CollectorRegistry) -> Counter:
+    _check(spec, "counter")
+    return Counter(base_name(spec), spec.help, labelnames=spec.labels, unit=spec.unit, registry=registry)
+
+
+def gauge(spec: MetricSpec, registry: CollectorRegistry, *, multiprocess_mode: str = "all") -> Gauge:
+    _check(spec, "gauge")
+    return Gauge(base_name(spec), spec.help, labelnames=spec.labels, unit=spec.unit, registry=registry,
+                 multiprocess_mode=multiprocess_mode)  # type: ignore[arg-type]
+
+
+def histogram(spec: MetricSpec, registry: CollectorRegistry, *,
+              buckets: Sequence[float] | None = None) -> Histogram:
+    _check(spec, "histogram")
+    return Histogram(base_name(spec), spec.help, labelnames=spec.labels, unit=spec.unit, registry=registry,
+                     buckets=tuple(buckets) if buckets is not None else spec.buckets)
+
+
+def counter_family(spec: MetricSpec) -> CounterMetricFamily:
+    _check(spec, "counter")
+    return CounterMetricFamily(base_name(spec), spec.help, labels=spec.labels, unit=spec.unit)
+
+
+def gauge_family(spec: MetricSpec) -> GaugeMetricFamily:
+    _check(spec, "gauge")
+    return GaugeMetricFamily(base_name(spec), spec.help, labels=spec.labels, unit=spec.unit)
+
+
+def info_family(spec: MetricSpec) -> InfoMetricFamily:
+    _check(spec, "info")
+    return InfoMetricFamily(base_name(spec), spec.help, labels=spec.labels)
+
+
+def fast_inc(child: Counter) -> Callable[[float], None]:
+    """``child.inc`` without the per-call checks a resolved, validated child does not need.
+
+    Reaches for the child's value object (``_value``, stable in prometheus_client
+    for years, the mmap'd value in multiprocess mode); falls back to the public
+    ``inc`` if a future release renames it. tests/exporters/test_build.py
+    checks the exposition is identical to the public API's.
+    """
+    value = getattr(child, "_value", None)
+    inc = getattr(value, "inc", None)
+    return inc if callable(inc) else child.inc
+
+
+def fast_observe(child: Histogram) -> Callable[[float], None]:
+    """``child.observe`` as one bisect and two value increments instead of a linear bucket scan.
+
+    Same fallback rule as ``fast_inc``. The value must be a finite number
+    (checked by the caller): then ``bisect_left`` finds the first bound >= value,
+    which is the bucket prometheus_client's own loop would pick.
+    """
+    bounds = getattr(child, "_upper_bounds", None)
+    buckets = getattr(child, "_buckets", None)
+    total = getattr(child, "_sum", None)
+    if not (isinstance(bounds, list) and isinstance(buckets, list) and len(bounds) == len(buckets)
+            and bounds and bounds[-1] == math.inf and callable(getattr(total, "inc", None))):
+        return child.observe
+    bucket_incs = tuple(bucket.inc for bucket in buckets)
+    total_inc = total.inc  # type: ignore[union-attr]
+    bounds_tuple = tuple(bounds)
+
+    def observe(value: float) -> None:
+        total_inc(value)
+        bucket_incs[bisect_left(bounds_tuple, value)](1)
+
+    return observe

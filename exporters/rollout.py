@@ -1,0 +1,152 @@
+"""Rollout-worker metrics: rollouts, tokens, rollout time and reward per environment.
+
+``record_rollout`` is on the hot path of every worker thread, so it does as
+little as it can: the labelled children of every metric are resolved once per
+(env, outcome) and cached in a plain dict (a dict read is atomic under the
+GIL, and a racing first resolution just resolves the same children twice),
+the checks are ``type() is`` tests, and the policy-version gauge is only
+written when the version changes. prometheus_client's own value locks make
+the increments exact from any number of threads.
+
+Multiprocess pools (prometheus_client's multiprocess mode) work unchanged:
+the counters and histograms are aggregated across children by
+``MultiProcessCollector``; the policy-version gauge uses ``livemin`` so the
+pool reports its stalest live worker. Run info and GPU cost are exported by
+the parent (``exporters.serve.multiprocess_registry``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry
+
+from exporters import _build
+from exporters._identity import BaseExporter, as_count, as_number
+from exporters.cost import Clock
+from exporters.schema import (
+    ROLE_ROLLOUT,
+    ROLLOUT_OUTCOMES,
+    ROLLOUT_POLICY_VERSION,
+    ROLLOUT_REWARD,
+    ROLLOUT_SECONDS,
+    ROLLOUT_TOKENS,
+    ROLLOUTS,
+)
+
+__all__ = ["RolloutExporter"]
+
+_OUTCOMES = frozenset(ROLLOUT_OUTCOMES)
+_INF = math.inf
+
+
+class RolloutExporter(BaseExporter):
+    """Instrument one rollout worker (or one process of a pool)."""
+
+    role = ROLE_ROLLOUT
+    calls = ("record_rollout", "set_policy_version", "set_gpus")
+
+    def __init__(self, *, run: str, model: str, algorithm: str, gpus: float, gpu_hour_price: float,
+                 reward_buckets: Sequence[float] | None = None, registry: CollectorRegistry | None = None,
+                 clock: Clock = time.monotonic) -> None:
+        super().__init__(run=run, model=model, algorithm=algorithm, gpus=gpus, gpu_hour_price=gpu_hour_price,
+                         registry=registry, clock=clock)
+        if reward_buckets is not None:
+            buckets = tuple(float(b) for b in reward_buckets)
+            if not buckets or any(b != b for b in buckets) or list(buckets) != sorted(set(buckets)):
+                raise ValueError(f"reward_buckets must be distinct increasing numbers, got {reward_buckets!r}")
+            reward_buckets = buckets
+        self._rollouts = _build.counter(ROLLOUTS, self.registry)
+        self._tokens = _build.counter(ROLLOUT_TOKENS, self.registry)
+        self._seconds = _build.histogram(ROLLOUT_SECONDS, self.registry)
+        self._reward = _build.histogram(ROLLOUT_REWARD, self.registry, buckets=reward_buckets)
+        self._version = _build.gauge(ROLLOUT_POLICY_VERSION, self.registry, multiprocess_mode="livemin")
+        self._version_set = self._version.set
+        self._last_version: object = None
+        self._children: dict[tuple[str, str], tuple] = {}
+        self._resolve_lock = threading.Lock()
+
+    def _resolve(self, env: object, outcome: object) -> tuple | None:
+        """Children for (env, outcome), or None when either label is bad (nothing can be attributed)."""
+        if type(env) is not str or not env or outcome not in _OUTCOMES:
+            return None
+        with self._resolve_lock:
+            children = self._children.get((env, outcome))
+            if children is None:
+                children = (_build.fast_inc(self._rollouts.labels(env=env, outcome=outcome)),
+                            _build.fast_inc(self._tokens.labels(env=env)),
+                            _build.fast_observe(self._seconds.labels(env=env)),
+                            _build.fast_observe(self._reward.labels(env=env)))
+                self._children[(env, outcome)] = children
+            return children
+
+    def record_rollout(self, *, env: str, tokens: int, reward: float | None = None, seconds: float | None = None,
+                       policy_version: int | None = None, outcome: str = "ok") -> None:
+        """Record one finished rollout. Bad values are dropped one by one and counted; never raises.
+
+        A bad ``env`` or ``outcome`` drops the whole rollout (it cannot be
+        attributed); a bad ``tokens``/``reward``/``seconds``/``policy_version``
+        drops just that value.
+        """
+        try:
+            children = self._children.get((env, outcome))
+            if children is None:
+                children = self._resolve(env, outcome)
+                if children is None:
+                    self._dropped("record_rollout", (env, outcome))
+                    return
+            inc_rollouts, inc_tokens, observe_seconds, observe_reward = children
+            inc_rollouts(1)
+            bad = False
+            if type(tokens) is int and tokens >= 0:
+                inc_tokens(tokens)
+            else:
+                checked = as_count(tokens)
+                if checked is None:
+                    bad = True
+                else:
+                    inc_tokens(checked)
+            if seconds is not None:
+                if type(seconds) is float and 0.0 <= seconds < _INF:
+                    observe_seconds(seconds)
+                else:
+                    checked = as_count(seconds)
+                    if checked is None:
+                        bad = True
+                    else:
+                        observe_seconds(checked)
+            if reward is not None:
+                if type(reward) is float and -_INF < reward < _INF:
+                    observe_reward(reward)
+                else:
+                    checked = as_number(reward)
+                    if checked is None:
+                        bad = True
+                    else:
+                        observe_reward(checked)
+            if policy_version is not None and policy_version != self._last_version:
+                if not self._set_version(policy_version):
+                    bad = True
+            if bad:
+                self._dropped("record_rollout", (tokens, reward, seconds, policy_version))
+        except Exception as exc:  # noqa: BLE001 - a metrics problem never reaches the rollout loop
+            self._dropped("record_rollout", exc)
+
+    def _set_version(self, version: object) -> bool:
+        checked = as_count(version)
+        if checked is None:
+            return False
+        self._version_set(checked)
+        self._last_version = version
+        return True
+
+    def set_policy_version(self, version: int) -> None:
+        """The policy version this worker now samples with (e.g. right after loading new weights)."""
+        try:
+            if not self._set_version(version):
+                self._dropped("set_policy_version", version)
+        except Exception as exc:  # noqa: BLE001
+            self._dropped("set_policy_version", exc)
