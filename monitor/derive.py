@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 import statistics
 from bisect import bisect_right
+from itertools import compress, islice
+from operator import gt, itemgetter
 from collections.abc import Iterable, Sequence
 
 from monitor.store import Series
@@ -45,19 +47,23 @@ Points = Sequence[tuple[float, float]]
 # within 110% of the average spacing from it (promql/functions.go).
 _EXTRAPOLATION_THRESHOLD = 1.1
 
+_time = itemgetter(0)
+_value = itemgetter(1)
+
 
 def in_window(series: Series, start: float, end: float) -> list[tuple[float, float]]:
-    """The series' points with ``start < t <= end`` (PromQL's left-open range)."""
-    pts = series.points(start, end)
-    i = 0
-    while i < len(pts) and pts[i][0] <= start:
-        i += 1
-    return pts[i:] if i else pts
+    """The series' points with ``start < t <= end`` (PromQL's left-open range).
+
+    Copies the ring buffer (one C-level pass) and bisects, which beats a
+    Python-level scan for every window size the TUI offers.
+    """
+    pts = series.points()
+    return pts[bisect_right(pts, start, key=_time) : bisect_right(pts, end, key=_time)]
 
 
 def _reset_correction(values: Sequence[float]) -> float:
     """Sum of the values just before each drop: a drop means a restart from zero."""
-    return sum(a for a, b in zip(values, values[1:]) if b < a)
+    return sum(compress(values, map(gt, values, islice(values, 1, None))))
 
 
 def _extrapolated(points: Points, start: float, end: float, *, is_rate: bool) -> float | None:
@@ -69,7 +75,7 @@ def _extrapolated(points: Points, start: float, end: float, *, is_rate: bool) ->
     sampled = last_t - first_t
     if sampled <= 0:
         return None
-    values = [v for _, v in points]
+    values = list(map(_value, points))
     result = last_v - first_v + _reset_correction(values)
     avg = sampled / (n - 1)
     threshold = avg * _EXTRAPOLATION_THRESHOLD
@@ -108,7 +114,7 @@ def raw_increase(points: Points) -> float | None:
     """
     if len(points) < 2:
         return None
-    values = [v for _, v in points]
+    values = list(map(_value, points))
     return values[-1] - values[0] + _reset_correction(values)
 
 
@@ -116,7 +122,7 @@ def counter_total(points: Points) -> float | None:
     """The counter's total across restarts seen in ``points``: last value plus pre-reset values."""
     if not points:
         return None
-    values = [v for _, v in points]
+    values = list(map(_value, points))
     return values[-1] + _reset_correction(values)
 
 
@@ -136,7 +142,7 @@ def counter_deltas(points: Points) -> list[tuple[float, float, float]]:
 
 def value_at(points: Points, t: float) -> float | None:
     """The last value at or before ``t`` (points oldest first), or None before the first point."""
-    i = bisect_right(points, t, key=lambda p: p[0])
+    i = bisect_right(points, t, key=_time)
     return points[i - 1][1] if i else None
 
 

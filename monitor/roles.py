@@ -1,0 +1,84 @@
+"""What each target is: trainer, rollout worker, eval job, inference engine, GPUs.
+
+The role decides where a target's numbers go (a worker row, the engine
+panel, the spend split), so it comes from the most deliberate source
+available: the user's config, then what the process says about itself in
+``posttrain_run_info``, then what it exposes. The last step is what makes an
+uninstrumented vLLM/SGLang server or a dcgm-exporter useful with no setup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from exporters import schema
+
+__all__ = ["detect_role", "run_info_names", "label_ci"]
+
+# prometheus_client's Info("posttrain_run") exposes posttrain_run_info; a collector
+# registered under the full name exposes posttrain_run_info_info. Accept both.
+_RUN_INFO_NAMES = (schema.RUN_INFO.name, schema.RUN_INFO.name + "_info")
+
+_TRAINER_NAMES = frozenset(
+    n
+    for spec in (schema.TRAINER_STEPS, schema.POLICY_VERSION, schema.TRAINER_LAST_STEP_TIMESTAMP)
+    for n in (schema.counter_aliases(spec.name) if spec.kind == "counter" else (spec.name,))
+) | {schema.WEIGHT_SYNC_SECONDS.count}
+_ROLLOUT_NAMES = frozenset(
+    (*schema.counter_aliases(schema.ROLLOUTS.name), *schema.counter_aliases(schema.ROLLOUT_TOKENS.name),
+     schema.ROLLOUT_POLICY_VERSION.name)
+)
+_EVAL_NAMES = frozenset((schema.EVAL_SCORE.name,))
+
+
+def run_info_names() -> tuple[str, ...]:
+    """Sample names under which ``posttrain_run_info`` may be exposed."""
+    return _RUN_INFO_NAMES
+
+
+def label_ci(labels: Mapping[str, str], key: str) -> str | None:
+    """A label value by case-insensitive name: dcgm-exporter renamed ``Hostname`` to ``hostname``."""
+    value = labels.get(key)
+    if value is not None:
+        return value
+    lowered = key.lower()
+    for k, v in labels.items():
+        if k.lower() == lowered:
+            return v
+    return None
+
+
+def detect_role(*, configured: str | None, run_info_roles: Iterable[str], names: Iterable[str]) -> str | None:
+    """The target's role: config, else ``posttrain_run_info``'s role, else what it exposes.
+
+    A process running several exporters on one registry (a colocated trainer
+    that also generates rollouts) has one run-info series per role; the
+    first in ``schema.ROLES`` order (trainer first) names the target.
+
+    From exposed names, ptmon's own metrics win over third-party ones (a
+    rollout worker that embeds vLLM is a rollout worker); then vLLM/SGLang
+    (also behind Ray, ``ray_vllm_``) mean an inference engine and DCGM means
+    GPUs. None while nothing identifies it.
+    """
+    if configured:
+        return configured
+    declared = set(run_info_roles)
+    for role in schema.ROLES:
+        if role in declared:
+            return role
+    found: set[str] = set()
+    for name in names:
+        if name in _TRAINER_NAMES:
+            return schema.ROLE_TRAINER  # the trainer is unambiguous; stop looking
+        if name in _ROLLOUT_NAMES:
+            found.add(schema.ROLE_ROLLOUT)
+        elif name in _EVAL_NAMES:
+            found.add(schema.ROLE_EVAL)
+        elif name.startswith(schema.ENGINE_PREFIXES):
+            found.add(schema.ROLE_ENGINE)
+        elif name.startswith(schema.DCGM_PREFIX):
+            found.add(schema.ROLE_GPU)
+    for role in (schema.ROLE_ROLLOUT, schema.ROLE_EVAL, schema.ROLE_ENGINE, schema.ROLE_GPU):
+        if role in found:
+            return role
+    return None
