@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from monitor.parse import Sample
+from monitor.parse import Labels, Sample
 
 __all__ = ["Store", "Series", "IngestResult", "SeriesKey", "DEFAULT_CAPACITY", "DEFAULT_MAX_SERIES"]
 
@@ -36,8 +36,19 @@ class Series:
         self.labels: Mapping[str, str] = MappingProxyType(dict(labels))
         self._points: deque[tuple[float, float]] = deque(maxlen=capacity)
 
-    def append(self, timestamp: float, value: float) -> None:
-        self._points.append((timestamp, value))
+    def append(self, timestamp: float, value: float) -> bool:
+        """Append a point newer than the last; refuse (return False) one that is not.
+
+        Time must strictly increase within a series: a repeated or backwards
+        timestamp (an exporter pinning its own timestamps, a series listed twice
+        in one exposition) would otherwise make rate() divide by zero and break
+        the newest-first scan in ``points``. Prometheus drops those samples too.
+        """
+        pts = self._points
+        if pts and timestamp <= pts[-1][0]:
+            return False
+        pts.append((timestamp, value))
+        return True
 
     def last(self) -> tuple[float, float] | None:
         return self._points[-1] if self._points else None
@@ -66,7 +77,7 @@ class Series:
 
 @dataclass(slots=True)
 class IngestResult:
-    accepted: int = 0
+    accepted: int = 0  # points stored (a repeated or older timestamp is not stored)
     dropped_series: int = 0
 
 
@@ -76,6 +87,8 @@ class _TargetData:
     by_name: dict[str, list[Series]] = field(default_factory=dict)
     scrapes: deque[float] = field(default_factory=deque)
     dropped_series: int = 0
+    # id(Labels) -> (labels, name, series or None when dropped): the fast path of ingest.
+    known: dict[int, tuple[Mapping[str, str], str, Series | None]] = field(default_factory=dict)
 
 
 class Store:
@@ -98,18 +111,34 @@ class Store:
         data.scrapes.append(timestamp)
         result = IngestResult()
         table = data.series
+        # The parser hands out the same read-only Labels object for a series on
+        # every scrape, so the series is found by identity (one dict lookup and
+        # an ``is``) instead of sorting its labels into a key each time: that
+        # sort was most of the cost of a steady-state scrape.
+        known = data.known
+        known_get = known.get
+        accepted = dropped = 0
         for s in samples:
-            key = (s.name, tuple(sorted(s.labels.items())))
-            series = table.get(key)
-            if series is None:
-                if len(table) >= self.max_series:
-                    result.dropped_series += 1
-                    continue
-                series = table[key] = Series(s.name, s.labels, capacity=self.capacity)
-                data.by_name.setdefault(s.name, []).append(series)
-            series.append(timestamp if s.timestamp is None else s.timestamp, s.value)
-            result.accepted += 1
-        data.dropped_series += result.dropped_series
+            labels = s.labels
+            hit = known_get(id(labels))
+            if hit is not None and hit[0] is labels and hit[1] == s.name:
+                series = hit[2]
+            else:
+                key = (s.name, tuple(sorted(labels.items())))
+                series = table.get(key)
+                if series is None and len(table) < self.max_series:
+                    series = table[key] = Series(s.name, labels, capacity=self.capacity)
+                    data.by_name.setdefault(s.name, []).append(series)
+                if type(labels) is Labels:  # immutable: safe to remember by identity
+                    known[id(labels)] = (labels, s.name, series)  # holding it keeps the id unique
+            if series is None:  # over the series cap (the table never shrinks, so it stays dropped)
+                dropped += 1
+            elif series.append(timestamp if s.timestamp is None else s.timestamp, s.value):
+                accepted += 1
+        if len(known) > 4 * self.max_series:
+            known.clear()  # series churn: start afresh; memory stays bounded by the cap
+        result.accepted, result.dropped_series = accepted, dropped
+        data.dropped_series += dropped
         return result
 
     def targets(self) -> list[str]:

@@ -1,0 +1,141 @@
+"""The store: bounded ring buffers per (target, series), a series cap, strictly increasing time."""
+
+from __future__ import annotations
+
+import pytest
+
+from monitor.parse import ExpositionParser, Sample
+from monitor.store import DEFAULT_CAPACITY, DEFAULT_MAX_SERIES, Store
+
+
+def samples(text: str, parser: ExpositionParser | None = None) -> list[Sample]:
+    return (parser or ExpositionParser()).parse(text, openmetrics=False)
+
+
+def test_defaults_are_one_hour_at_one_second_and_20k_series() -> None:
+    store = Store()
+    assert (store.capacity, store.max_series) == (DEFAULT_CAPACITY, DEFAULT_MAX_SERIES) == (3600, 20_000)
+
+
+def test_each_series_keeps_only_the_newest_capacity_points() -> None:
+    store = Store(capacity=5)
+    for t in range(12):
+        store.ingest("a", float(t), [Sample("m", {}, float(t * 10))])
+    (series,) = store.series("a", "m")
+    assert series.points() == [(7.0, 70.0), (8.0, 80.0), (9.0, 90.0), (10.0, 100.0), (11.0, 110.0)]
+    assert len(series) == 5 and series.last() == (11.0, 110.0)
+    assert store.scrape_times("a") == [7.0, 8.0, 9.0, 10.0, 11.0]
+
+
+def test_points_window_is_inclusive_at_both_ends() -> None:
+    store = Store()
+    for t in range(10):
+        store.ingest("a", float(t), [Sample("m", {}, float(t))])
+    (series,) = store.series("a", "m")
+    assert [t for t, _ in series.points(3.0, 6.0)] == [3.0, 4.0, 5.0, 6.0]
+    assert [t for t, _ in series.points(start=7.5)] == [8.0, 9.0]
+    assert [t for t, _ in series.points(end=1.0)] == [0.0, 1.0]
+    assert series.points(20.0, 30.0) == [] and series.points(-5.0, -1.0) == []
+
+
+def test_series_are_per_target_and_per_label_set() -> None:
+    store = Store()
+    store.ingest("a", 1.0, samples('m{x="1"} 1\nm{x="2"} 2\nother 3\n'))
+    store.ingest("b", 1.0, samples('m{x="1"} 10\n'))
+    assert sorted(store.targets()) == ["a", "b"]
+    assert {dict(s.labels)["x"]: s.last() for s in store.series("a", "m")} == {"1": (1.0, 1.0), "2": (1.0, 2.0)}
+    assert [s.last() for s in store.series("b", "m")] == [(1.0, 10.0)]
+    assert sorted(store.names("a")) == ["m", "other"]
+    assert store.series("nobody", "m") == [] and store.series_count("nobody") == 0
+    assert list(store.names("nobody")) == [] and store.scrape_times("nobody") == []
+
+
+def test_label_order_does_not_make_a_new_series() -> None:
+    store = Store()
+    store.ingest("a", 1.0, [Sample("m", {"x": "1", "y": "2"}, 1.0)])
+    store.ingest("a", 2.0, [Sample("m", {"y": "2", "x": "1"}, 2.0)])
+    assert store.series_count("a") == 1
+    assert store.series("a", "m")[0].points() == [(1.0, 1.0), (2.0, 2.0)]
+
+
+def test_stored_labels_are_a_copy_and_read_only() -> None:
+    store = Store()
+    labels = {"x": "1"}
+    store.ingest("a", 1.0, [Sample("m", labels, 1.0)])
+    labels["x"] = "changed"
+    (series,) = store.series("a", "m")
+    assert dict(series.labels) == {"x": "1"}
+    with pytest.raises(TypeError):
+        series.labels["x"] = "2"  # type: ignore[index]
+
+
+def test_a_reused_mutable_dict_is_never_mistaken_for_the_old_series() -> None:
+    store = Store()
+    labels = {"x": "1"}
+    store.ingest("a", 1.0, [Sample("m", labels, 1.0)])
+    labels["x"] = "2"  # same object, new contents: must land in a new series
+    store.ingest("a", 2.0, [Sample("m", labels, 2.0)])
+    assert {dict(s.labels)["x"]: s.points() for s in store.series("a", "m")} == {
+        "1": [(1.0, 1.0)], "2": [(2.0, 2.0)]}
+
+
+def test_the_parsers_labels_take_the_identity_fast_path_with_the_same_result() -> None:
+    parser = ExpositionParser()
+    store = Store()
+    text = 'm{x="1"} {v}\nm{x="2"} {v}\nn 5\n'
+    for t in range(3):
+        store.ingest("a", float(t), samples(text.replace("{v}", str(t)), parser))
+    assert store.series_count("a") == 3
+    assert {dict(s.labels)["x"]: s.points() for s in store.series("a", "m")} == {
+        "1": [(0.0, 0.0), (1.0, 1.0), (2.0, 2.0)], "2": [(0.0, 0.0), (1.0, 1.0), (2.0, 2.0)]}
+
+
+def test_a_samples_own_timestamp_wins_over_the_scrape_time() -> None:
+    store = Store()
+    store.ingest("a", 100.0, [Sample("m", {}, 1.0, 42.5), Sample("n", {}, 2.0)])
+    assert store.series("a", "m")[0].points() == [(42.5, 1.0)]
+    assert store.series("a", "n")[0].points() == [(100.0, 2.0)]
+
+
+def test_repeated_or_backwards_timestamps_are_not_stored() -> None:
+    store = Store()
+    # An exporter that pins its own timestamp repeats it every scrape; a series listed
+    # twice repeats it within one scrape. Neither may create a zero-length interval.
+    first = store.ingest("a", 10.0, [Sample("m", {}, 1.0, 5.0), Sample("m", {}, 9.0, 5.0)])
+    again = store.ingest("a", 11.0, [Sample("m", {}, 2.0, 5.0)])
+    older = store.ingest("a", 12.0, [Sample("m", {}, 3.0, 4.0)])
+    newer = store.ingest("a", 13.0, [Sample("m", {}, 4.0, 6.0)])
+    assert (first.accepted, again.accepted, older.accepted, newer.accepted) == (1, 0, 0, 1)
+    assert store.series("a", "m")[0].points() == [(5.0, 1.0), (6.0, 4.0)]
+
+
+def test_series_beyond_the_cap_are_dropped_counted_and_stay_dropped() -> None:
+    store = Store(max_series=3)
+    first = store.ingest("a", 1.0, [Sample("m", {"i": str(i)}, float(i)) for i in range(5)])
+    assert (first.accepted, first.dropped_series) == (3, 2)
+    # The first three keep flowing; the other two are still refused next scrape.
+    second = store.ingest("a", 2.0, [Sample("m", {"i": str(i)}, float(i + 10)) for i in range(5)])
+    assert (second.accepted, second.dropped_series) == (3, 2)
+    assert store.series_count("a") == 3 and store.dropped_series("a") == 4
+    assert sorted(s.labels["i"] for s in store.series("a", "m")) == ["0", "1", "2"]
+    # The cap is per target: another target has its own room.
+    assert store.ingest("b", 1.0, [Sample("m", {"i": "9"}, 1.0)]).dropped_series == 0
+
+
+def test_memory_stays_bounded_whatever_a_target_sends() -> None:
+    store = Store(capacity=4, max_series=100)
+    parser = ExpositionParser()
+    for scrape in range(6):
+        text = "".join(f'm{{i="{scrape}-{i}"}} 1\n' for i in range(1000))  # all-new series every scrape
+        store.ingest("churn", float(scrape), samples(text, parser))
+    assert store.series_count("churn") == 100
+    assert max(len(s) for s in store.series("churn", "m")) <= 4
+    assert len(store.scrape_times("churn")) == 4
+    assert len(store._targets["churn"].known) <= 4 * store.max_series + 1000
+
+
+def test_bad_sizes_are_refused() -> None:
+    with pytest.raises(ValueError, match="capacity"):
+        Store(capacity=1)
+    with pytest.raises(ValueError, match="max_series"):
+        Store(max_series=0)
