@@ -1,0 +1,10 @@
+"""Where samples come from: a Source fills the Store and reports target health.
+
+``Scraper`` scrapes /metrics endpoints directly; other sources (a Prometheus
+server, a replay) offer the same ``Source`` interface.
+"""
+
+from monitor.sources.base import Source
+from monitor.sources.scrape import MAX_BACKOFF_S, Scraper, backoff_delay, effective_timeout
+
+__all__ = ["Source", "Scraper", "backoff_delay", "effective_timeout", "MAX_BACKOFF_S"]

@@ -1,0 +1,567 @@
+"""The scraper: failure paths (MockTransport), schedules, auth, and real HTTP on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from monitor.settings import Target
+from monitor.sources import MAX_BACKOFF_S, Scraper, Source, backoff_delay, effective_timeout
+from monitor.store import Store
+
+GOOD_BODY = b"# TYPE up_total counter\nup_total 7\nqueue_depth{q=\"a\"} 3\nqueue_depth{q=\"b\"} 4\n"
+NOW = 1_700_000_000.0
+
+
+def target(name: str, **kw: object) -> Target:
+    return Target(name=name, url=f"http://{name}:9100/metrics", **kw)  # type: ignore[arg-type]
+
+
+class Clock:
+    def __init__(self, t: float = NOW) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def by_host(routes: dict[str, Callable[[httpx.Request], object]]) -> httpx.MockTransport:
+    def handler(request: httpx.Request) -> object:
+        return routes[request.url.host](request)
+
+    return httpx.MockTransport(handler)  # type: ignore[arg-type]
+
+
+def ok(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, content=GOOD_BODY, headers={"content-type": "text/plain; version=0.0.4"})
+
+
+def refused(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+
+async def hangs(request: httpx.Request) -> httpx.Response:
+    await asyncio.sleep(60)
+    raise AssertionError("the scraper should have given up")
+
+
+def status_500(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(500, content=b"boom")
+
+
+class Endless:
+    """An endless body that counts how much of it was pulled."""
+
+    def __init__(self, chunk: bytes = b"# " + b"x" * (64 * 1024 - 3) + b"\n") -> None:
+        self.chunk = chunk
+        self.pulled = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while True:
+            self.pulled += len(self.chunk)
+            yield self.chunk
+
+
+ENDLESS = Endless()
+
+
+async def streamed(body: bytes, chunk: int = 4096) -> AsyncIterator[bytes]:
+    """The body as a real transport delivers it: a stream, read (and inflated) by the scraper."""
+    for i in range(0, len(body), chunk):
+        yield body[i : i + chunk]
+
+
+def oversized(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, content=ENDLESS)
+
+
+def gzip_bomb(request: httpx.Request) -> httpx.Response:
+    body = gzip.compress(b"#" * (17 * 2**20), compresslevel=9)
+    assert len(body) < 100_000
+    return httpx.Response(200, content=streamed(body), headers={"content-encoding": "gzip"})
+
+
+def bad_utf8(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, content=b'a 1\nb 2\nc{l="\xff\xfe"} 3\n')
+
+
+def garbage(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, content=b"<html><body>Not Found</body></html>\n")
+
+
+def long_label(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, content=b'm{l="' + b"x" * 100_000 + b'"} 1\n')
+
+
+def many_series(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, content=b"".join(b'm{i="%d"} 1\n' % i for i in range(100_000)))
+
+
+def assert_good(scraper: Scraper, store: Store, name: str = "good") -> None:
+    health = {h.name: h for h in scraper.health()}[name]
+    assert health.up is True and health.error is None
+    assert health.samples == 3 and health.series == 3 and health.last_success == NOW
+    assert [s.points() for s in store.series(name, "up_total")] == [[(NOW, 7.0)]]
+    assert sorted(s.last()[1] for s in store.series(name, "queue_depth")) == [3.0, 4.0]  # type: ignore[index]
+
+
+FAILURES = [
+    ("refused", refused, "connection refused"),
+    ("hangs", hangs, "timed out after 0.05 s"),
+    ("status500", status_500, "HTTP 500 Internal Server Error"),
+    ("oversized", oversized, "body exceeds 16 MiB"),
+    ("gzipbomb", gzip_bomb, "body exceeds 16 MiB"),
+    ("badutf8", bad_utf8, "line 3: invalid UTF-8 (byte 0xff)"),
+    ("garbage", garbage, "line 1: "),
+    ("longlabel", long_label, "line 1: label value of 100000 bytes exceeds the limit of 4096"),
+]
+
+
+@pytest.mark.parametrize(("name", "handler", "error"), FAILURES, ids=[f[0] for f in FAILURES])
+async def test_a_failing_target_is_down_with_a_clear_error_and_the_other_keeps_its_numbers(
+    name: str, handler: Callable[[httpx.Request], object], error: str
+) -> None:
+    store = Store()
+    scraper = Scraper([target("good"), target(name)], store=store, timeout_s=0.05, clock=Clock(),
+                      transport=by_host({"good": ok, name: handler}))
+    async with scraper:
+        await scraper.scrape_once()
+        good, bad = scraper.health()
+    assert_good(scraper, store)
+    assert bad.up is False
+    assert bad.error is not None and bad.error.startswith(error), bad.error
+    assert len(bad.error) <= 200 and "\n" not in bad.error
+    assert bad.samples == 0 and bad.series == 0 and bad.last_success is None and bad.last_scrape == NOW
+    assert store.series_count(name) == 0
+
+
+async def test_oversized_body_is_refused_while_streaming_not_read_whole() -> None:
+    endless = Endless()
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=endless))
+    scraper = Scraper([target("big")], store=Store(), max_body_bytes=2**20, transport=transport)
+    async with scraper:
+        await scraper.scrape_once()
+    assert scraper.health()[0].error == "body exceeds 1 MiB"
+    assert 2**20 < endless.pulled <= 2**20 + 2 * len(endless.chunk)
+
+
+async def test_declared_content_length_over_the_cap_is_refused_before_reading() -> None:
+    endless = Endless()
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, content=endless, headers={"content-length": str(2**30)}))
+    scraper = Scraper([target("big")], store=Store(), transport=transport)
+    async with scraper:
+        await scraper.scrape_once()
+    assert scraper.health()[0].error == "body exceeds 16 MiB"
+    assert endless.pulled == 0
+
+
+async def test_one_round_with_every_failure_at_once_leaves_the_good_target_intact() -> None:
+    routes: dict[str, Callable[[httpx.Request], object]] = {name: handler for name, handler, _ in FAILURES}
+    routes["good"] = ok
+    routes["manyseries"] = many_series
+    store = Store()
+    names = ["good", *(f[0] for f in FAILURES), "manyseries"]
+    scraper = Scraper([target(n) for n in names], store=store, timeout_s=0.2, clock=Clock(),
+                      transport=by_host(routes))
+    async with scraper:
+        await scraper.scrape_once()
+    health = {h.name: h for h in scraper.health()}
+    assert [h.name for h in scraper.health()] == names  # config order
+    assert_good(scraper, store)
+    assert all(health[n].up is False for n, _, _ in FAILURES)
+    assert {n: health[n].error.split(":")[0] for n, _, _ in FAILURES} == {  # type: ignore[union-attr]
+        "refused": "connection refused", "hangs": "timed out after 0.2 s",
+        "status500": "HTTP 500 Internal Server Error", "oversized": "body exceeds 16 MiB",
+        "gzipbomb": "body exceeds 16 MiB", "badutf8": "line 3", "garbage": "line 1", "longlabel": "line 1"}
+    assert health["manyseries"].up is True
+
+
+async def test_100k_series_keeps_the_first_20k_flags_the_target_and_spares_the_others() -> None:
+    store = Store()
+    scraper = Scraper([target("good"), target("flood")], store=store, clock=Clock(),
+                      transport=by_host({"good": ok, "flood": many_series}))
+    async with scraper:
+        await scraper.scrape_once()
+        await scraper.scrape_once()  # steady state: still capped, still flagged, nothing grows
+    good, flood = scraper.health()
+    assert good.up is True and good.series == 3
+    assert flood.up is True  # flagged, not down: see notes (series cap keeps the first series flowing)
+    assert flood.samples == 100_000 and flood.series == 20_000 and flood.dropped_series == 80_000
+    assert flood.error == "series limit 20,000 reached: 80,000 new series dropped"
+    assert store.series_count("flood") == 20_000
+
+
+async def test_control_characters_from_the_peer_never_reach_the_error_raw() -> None:
+    def evil(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, extensions={"reason_phrase": b"\x1b]0;pwned\x07\x1b[31mdown"})
+
+    scraper = Scraper([target("evil")], store=Store(), transport=httpx.MockTransport(evil))
+    async with scraper:
+        await scraper.scrape_once()
+    error = scraper.health()[0].error
+    assert error == "HTTP 503 \\x1b]0;pwned\\x07\\x1b[31mdown"
+    assert "\x1b" not in error and "\x07" not in error
+
+
+async def test_gzip_body_is_accepted_and_requested() -> None:
+    seen: list[httpx.Request] = []
+
+    def gz(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, content=streamed(gzip.compress(GOOD_BODY), 7),
+                              headers={"content-encoding": "gzip"})
+
+    store = Store()
+    scraper = Scraper([target("good")], store=store, clock=Clock(), transport=httpx.MockTransport(gz))
+    async with scraper:
+        await scraper.scrape_once()
+    assert_good(scraper, store)
+    assert seen[0].headers["accept-encoding"] == "gzip"
+    assert seen[0].headers["accept"].startswith("application/openmetrics-text")
+
+
+async def test_truncated_gzip_is_an_error() -> None:
+    body = gzip.compress(GOOD_BODY)[:-12]
+    transport = httpx.MockTransport(
+        lambda r: httpx.Response(200, content=streamed(body), headers={"content-encoding": "gzip"}))
+    scraper = Scraper([target("t")], store=Store(), transport=transport)
+    async with scraper:
+        await scraper.scrape_once()
+    assert scraper.health()[0].error == "truncated gzip body"
+
+
+async def test_openmetrics_content_type_selects_the_openmetrics_parser() -> None:
+    body = b"# TYPE a counter\na_total 1.5 1700000000.5\n# EOF\n"
+    transport = httpx.MockTransport(lambda r: httpx.Response(
+        200, content=body, headers={"content-type": "application/openmetrics-text; version=1.0.0"}))
+    store = Store()
+    scraper = Scraper([target("om")], store=store, transport=transport, clock=Clock())
+    async with scraper:
+        await scraper.scrape_once()
+    assert scraper.health()[0].up is True
+    # OpenMetrics timestamps are seconds; the sample's own timestamp wins over the scrape time.
+    assert store.series("om", "a_total")[0].points() == [(1700000000.5, 1.5)]
+
+
+async def test_samples_are_stored_at_the_clock_time_of_the_scrape() -> None:
+    clock = Clock()
+    store = Store()
+    scraper = Scraper([target("good")], store=store, clock=clock, transport=httpx.MockTransport(ok))
+    async with scraper:
+        await scraper.scrape_once()
+        clock.t += 1.0
+        await scraper.scrape_once()
+    assert store.scrape_times("good") == [NOW, NOW + 1.0]
+    assert store.series("good", "up_total")[0].points() == [(NOW, 7.0), (NOW + 1.0, 7.0)]
+
+
+async def test_health_before_any_scrape_is_unknown_and_carries_the_configured_role() -> None:
+    scraper = Scraper([target("a", role="trainer"), target("b")], store=Store(), transport=httpx.MockTransport(ok))
+    async with scraper:
+        a, b = scraper.health()
+    assert (a.name, a.url, a.role, a.up, a.error) == ("a", "http://a:9100/metrics", "trainer", None, None)
+    assert b.role is None and b.up is None
+    assert isinstance(scraper, Source)
+
+
+async def test_concurrency_cap_is_respected_in_a_round() -> None:
+    in_flight = peak = 0
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return ok(request)
+
+    scraper = Scraper([target(f"t{i}") for i in range(10)], store=Store(), concurrency=3,
+                      transport=httpx.MockTransport(handler))
+    async with scraper:
+        await scraper.scrape_once()
+    assert peak == 3
+    assert all(h.up for h in scraper.health())
+
+
+async def test_a_hung_target_delays_nobody_and_is_never_scraped_twice_at_once() -> None:
+    release = asyncio.Event()
+    calls = {"fast": 0, "slow": 0}
+    in_flight = {"fast": 0, "slow": 0}
+    peak = {"fast": 0, "slow": 0}
+    fast_enough = asyncio.Event()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        host = request.url.host
+        calls[host] += 1
+        in_flight[host] += 1
+        peak[host] = max(peak[host], in_flight[host])
+        try:
+            if host == "slow":
+                await release.wait()
+            else:
+                await asyncio.sleep(0)
+        finally:
+            in_flight[host] -= 1
+        if calls["fast"] >= 5:
+            fast_enough.set()
+        return ok(request)
+
+    scraper = Scraper([target("slow"), target("fast")], store=Store(), interval_s=0.01, timeout_s=30,
+                      transport=httpx.MockTransport(handler))
+    async with scraper:
+        await scraper.start()
+        await scraper.start()  # idempotent: still one task per target
+        await asyncio.wait_for(fast_enough.wait(), timeout=20)
+        assert calls["slow"] == 1 and in_flight["slow"] == 1  # still hanging, never re-entered
+        slow, fast = scraper.health()
+        assert slow.up is None and fast.up is True
+        # scrape_once waits for the in-flight scrape of a target instead of overlapping it.
+        round_done = asyncio.ensure_future(scraper.scrape_once())
+        await asyncio.sleep(0.05)
+        assert calls["slow"] == 1
+        release.set()
+        await asyncio.wait_for(round_done, timeout=20)
+    assert peak == {"fast": 1, "slow": 1}
+    assert calls["slow"] >= 2
+
+
+async def test_backoff_grows_while_down_and_resets_on_success() -> None:
+    failing = True
+    delays: list[float] = []
+    done = asyncio.Event()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if failing:
+            raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+        return ok(request)
+
+    async def fake_sleep(delay: float) -> None:
+        nonlocal failing
+        delays.append(delay)
+        if len(delays) == 7:
+            failing = False
+        if len(delays) == 9:
+            done.set()
+            await asyncio.Event().wait()
+        await asyncio.sleep(0)
+
+    scraper = Scraper([target("t")], store=Store(), interval_s=2.0, sleep=fake_sleep,
+                      transport=httpx.MockTransport(handler))
+    async with scraper:
+        await scraper.start()
+        await asyncio.wait_for(done.wait(), timeout=20)
+        assert scraper.health()[0].up is True
+    assert delays[:7] == [2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
+    assert all(0.0 < d <= 2.0 for d in delays[7:])  # back to the interval's cadence
+
+
+def test_backoff_and_timeout_rules() -> None:
+    assert [backoff_delay(1.0, n) for n in range(7)] == [1.0, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0]
+    assert backoff_delay(1.0, 10_000) == MAX_BACKOFF_S
+    assert backoff_delay(60.0, 5) == 60.0  # an interval longer than the cap is never shortened
+    assert effective_timeout(1.0, None) == pytest.approx(0.8)
+    assert effective_timeout(0.1, None) == 0.25
+    assert effective_timeout(1.0, 0.3) == 0.3
+
+
+async def test_set_interval_applies_to_the_next_wait_and_to_the_default_timeout() -> None:
+    delays: list[float] = []
+    done = asyncio.Event()
+
+    async def fake_sleep(delay: float) -> None:
+        delays.append(delay)
+        if len(delays) == 2:
+            done.set()
+            await asyncio.Event().wait()
+
+    scraper = Scraper([target("t")], store=Store(), interval_s=1.0, sleep=fake_sleep,
+                      transport=httpx.MockTransport(hangs))
+    scraper.set_interval(0.1)  # default timeout becomes max(0.25, 0.08)
+    with pytest.raises(ValueError):
+        scraper.set_interval(0)
+    async with scraper:
+        await scraper.start()
+        await asyncio.wait_for(done.wait(), timeout=20)
+    assert scraper.health()[0].error == "timed out after 0.25 s"
+    assert delays == [0.1, 0.2]  # down: the backoff starts from the new interval
+
+
+async def test_bearer_token_is_read_from_its_file_and_re_read_when_it_changes(tmp_path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("first-token\n")
+    seen: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return ok(request)
+
+    scraper = Scraper([target("a", bearer_token_file=str(token_file))], store=Store(),
+                      transport=httpx.MockTransport(handler))
+    async with scraper:
+        await scraper.scrape_once()
+        token_file.write_text("second-token-rotated\n")
+        await scraper.scrape_once()
+        token_file.unlink()
+        await scraper.scrape_once()
+    assert seen == ["Bearer first-token", "Bearer second-token-rotated"]
+    health = scraper.health()[0]
+    assert health.up is False
+    assert health.error == f"bearer token file {token_file}: No such file or directory"
+
+
+async def test_basic_auth_header_is_sent() -> None:
+    seen: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return ok(request)
+
+    scraper = Scraper([target("a", basic_auth=("user", "pa:ss")), target("b")], store=Store(),
+                      transport=httpx.MockTransport(handler))
+    async with scraper:
+        await scraper.scrape_once()
+    assert sorted(seen, key=str) == ["Basic " + base64.b64encode(b"user:pa:ss").decode(), None]
+
+
+def test_bad_construction_is_refused() -> None:
+    with pytest.raises(ValueError, match="unique"):
+        Scraper([target("a"), target("a")], store=Store())
+    with pytest.raises(ValueError, match="exclusive"):
+        Scraper([target("a", bearer_token_file="/t", basic_auth=("u", "p"))], store=Store())
+    with pytest.raises(ValueError, match="interval_s"):
+        Scraper([], store=Store(), interval_s=0)
+
+
+async def test_aclose_is_idempotent_and_stops_the_tasks() -> None:
+    scraper = Scraper([target("a")], store=Store(), interval_s=0.01, transport=httpx.MockTransport(ok))
+    await scraper.start()
+    await asyncio.sleep(0.05)
+    await scraper.aclose()
+    await scraper.aclose()
+    before = scraper.health()[0].last_scrape
+    await asyncio.sleep(0.05)
+    assert scraper.health()[0].last_scrape == before
+    with pytest.raises(RuntimeError):
+        await scraper.start()
+
+
+# -- real HTTP on loopback ------------------------------------------------------
+
+
+@pytest.fixture
+def exporter():
+    """A real prometheus_client exporter on a free loopback port."""
+    registry = CollectorRegistry()
+    rollouts = Counter("rollouts", "Rollouts.", ["env"], registry=registry)
+    depth = Gauge("queue_depth", "Queue.", registry=registry)
+    sync = Histogram("sync_seconds", "Sync.", buckets=(0.5, 1.0, 5.0), registry=registry)
+    rollouts.labels(env="math").inc(41)
+    rollouts.labels(env="code").inc(1)
+    depth.set(3.5)
+    for v in (0.2, 0.7, 3.0):
+        sync.observe(v)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    yield f"127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def _value(store: Store, target_name: str, name: str, **labels: str) -> float:
+    for s in store.series(target_name, name):
+        if all(s.labels.get(k) == v for k, v in labels.items()):
+            return s.last()[1]  # type: ignore[index]
+    raise KeyError(name)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_real_http_round_trip_against_prometheus_client_on_loopback(exporter: str) -> None:
+    from monitor.config import target_from_url
+
+    store = Store()
+    live = target_from_url(exporter)
+    dead = target_from_url(f"127.0.0.1:{_closed_port()}")
+    scraper = Scraper([live, dead], store=store, clock=Clock())
+    async with scraper:
+        await scraper.scrape_once()
+    up, down = scraper.health()
+    assert up.up is True and up.error is None and up.samples > 10
+    assert down.up is False and down.error == "connection refused"
+    assert _value(store, live.name, "rollouts_total", env="math") == 41.0
+    assert _value(store, live.name, "rollouts_total", env="code") == 1.0
+    assert _value(store, live.name, "queue_depth") == 3.5
+    assert _value(store, live.name, "sync_seconds_bucket", le="0.5") == 1.0
+    assert _value(store, live.name, "sync_seconds_bucket", le="1.0") == 2.0
+    assert _value(store, live.name, "sync_seconds_bucket", le="+Inf") == 3.0
+    assert _value(store, live.name, "sync_seconds_sum") == pytest.approx(3.9)
+
+
+async def test_real_peer_that_accepts_but_never_answers_times_out() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)  # the kernel completes the handshake; nobody ever reads or answers
+        port = listener.getsockname()[1]
+        scraper = Scraper([Target("mute", f"http://127.0.0.1:{port}/metrics")], store=Store(), timeout_s=0.3)
+        async with scraper:
+            await scraper.scrape_once()
+    assert scraper.health()[0].error == "timed out after 0.3 s"
+
+
+@pytest.fixture(scope="module")
+def tls_cert(tmp_path_factory):
+    """A self-signed certificate for 127.0.0.1, made with the openssl CLI."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl CLI not found")
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "cert.pem", d / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+async def test_tls_is_verified_by_default_and_a_ca_file_makes_it_pass(tls_cert, tmp_path) -> None:
+    cert, key = tls_cert
+    registry = CollectorRegistry()
+    Gauge("answer", "The answer.", registry=registry).set(42)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry, certfile=cert, keyfile=key)
+    try:
+        url = f"https://127.0.0.1:{server.server_port}/metrics"
+        store = Store()
+        scraper = Scraper([Target("default", url), Target("with_ca", url, ca_file=cert),
+                           Target("unverified", url, verify_tls=False),
+                           Target("missing_ca", url, ca_file=str(tmp_path / "nope.pem"))], store=store)
+        async with scraper:
+            await scraper.scrape_once()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    health = {h.name: h for h in scraper.health()}
+    assert health["default"].up is False
+    assert health["default"].error.startswith("TLS: ") and "certificate" in health["default"].error
+    assert health["with_ca"].up is True and _value(store, "with_ca", "answer") == 42.0
+    assert health["unverified"].up is True
+    assert health["missing_ca"].up is False
+    assert health["missing_ca"].error == f"ca_file {tmp_path / 'nope.pem'}: No such file or directory"
+    assert os.path.exists(cert)
