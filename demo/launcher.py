@@ -1,11 +1,380 @@
-"""PLACEHOLDER until its issue lands."""
+"""``ptmon demo``: start the synthetic run as real processes and watch it.
+
+The launcher owns every child: it starts them in their own session (so a
+terminal's Ctrl-C reaches only the launcher, which then stops them in
+order), reads the port each one chose from its first stdout line, restarts
+the ``crash`` scenario's worker on the same port after its down time, and
+in a ``finally`` terminates, then kills, then reaps every child. Each child
+also stops by itself when the launcher disappears (see ``demo.proc``), so
+even a ``kill -9`` of the launcher leaves no orphan.
+
+Headless mode imports neither Textual nor the monitor: it only serves the
+exporters and prints their URLs and a Prometheus scrape config.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import select
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from demo.proc import CRASH_EXIT_CODE, HOST, child_argv
+from demo.rollout import worker_name
+from demo.scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
+
+__all__ = [
+    "DEFAULT_SPEED",
+    "DemoOptions",
+    "Endpoint",
+    "Fleet",
+    "FleetError",
+    "prometheus_config",
+    "run_demo",
+]
+
+# 40x: a 20 s training step takes half a real second, an eval lands every ~3 s, the
+# marginal intelligence per dollar has its 5 evals after ~15 s, and a minute of demo
+# covers 40 simulated minutes (about $40 of a 17-GPU fleet).
+DEFAULT_SPEED = 40.0
+READY_TIMEOUT_S = 30.0  # a loaded 2-core machine can take seconds to start a handful of Pythons
+STOP_GRACE_S = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOptions:
+    scenario: str = DEFAULT_SCENARIO
+    speed: float = DEFAULT_SPEED
+    workers: int = 4
+    duration_s: float | None = None
+    seed: int = 0
+    headless: bool = False
+    interval_s: float | None = None
+
+    def __post_init__(self) -> None:
+        get_scenario(self.scenario)
+        if not self.speed > 0:
+            raise ValueError(f"--speed must be positive, got {self.speed}")
+        if not 1 <= self.workers <= 64:
+            raise ValueError(f"--workers must be between 1 and 64, got {self.workers}")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> DemoOptions:
+        speed = getattr(args, "speed", None)
+        return cls(scenario=getattr(args, "scenario", None) or DEFAULT_SCENARIO,
+                   speed=DEFAULT_SPEED if speed is None else float(speed),
+                   workers=getattr(args, "workers", 4), duration_s=getattr(args, "duration", None),
+                   seed=getattr(args, "seed", 0), headless=bool(getattr(args, "headless", False)),
+                   interval_s=getattr(args, "interval", None))
+
+    @property
+    def scenario_spec(self) -> Scenario:
+        return get_scenario(self.scenario)
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One scrape target of the demo."""
+
+    name: str  # trainer, rollout-0 .. rollout-N, eval
+    role: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/metrics"
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+
+class FleetError(RuntimeError):
+    """A child failed to start; the message carries the tail of its log."""
+
+
+@dataclass(slots=True)
+class _Child:
+    name: str
+    role: str
+    index: int
+    popen: subprocess.Popen[bytes]
+    port: int = 0
+    life: int = 0
+    restart_at: float | None = None  # monotonic time the crashed child comes back
+    gone: bool = False  # exited for good (reported once)
+    past_pids: list[int] = field(default_factory=list)
+
+
+def _read_announcement(popen: subprocess.Popen[bytes], deadline: float) -> dict[str, Any]:
+    """The child's first stdout line (a JSON object with its port), or FleetError on exit/timeout."""
+    import json
+
+    assert popen.stdout is not None
+    fd = popen.stdout.fileno()
+    buf = b""
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise FleetError("timed out waiting for it to report its port")
+        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise FleetError(f"exited with status {popen.wait()} before reporting its port")
+            buf += chunk
+    popen.stdout.close()
+    try:
+        data = json.loads(buf.split(b"\n", 1)[0])
+        int(data["port"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise FleetError(f"reported something that is not a port: {buf[:200]!r}") from exc
+    return data
+
+
+class Fleet:
+    """The demo's processes: start, supervise (crash restarts), stop. A context manager."""
+
+    def __init__(self, opts: DemoOptions, *, run_dir: Path | None = None,
+                 on_event: Callable[[str], None] | None = None) -> None:
+        self.opts = opts
+        self._own_dir = run_dir is None
+        self.run_dir = Path(tempfile.mkdtemp(prefix="ptmon-demo-")) if run_dir is None else run_dir
+        self._on_event = on_event or (lambda message: None)
+        self._children: list[_Child] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+        self.events: list[str] = []
+
+    # -- lifecycle ----------------------------------------------------------------------------------------------
+
+    def __enter__(self) -> Fleet:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, *, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Start every child, wait until each reports its port, then supervise."""
+        plan = [("trainer", "trainer", 0)]
+        plan += [(worker_name(i), "rollout", i) for i in range(self.opts.workers)]
+        plan.append(("eval", "eval", 0))
+        with self._lock:
+            for name, role, index in plan:
+                self._children.append(_Child(name, role, index, self._spawn(name, role, index)))
+        deadline = time.monotonic() + ready_timeout_s
+        for child in self._children:
+            try:
+                child.port = int(_read_announcement(child.popen, deadline)["port"])
+            except FleetError as exc:
+                raise FleetError(f"{child.name}: {exc}{self._log_tail(child.name)}") from None
+        self._supervisor = threading.Thread(target=self._supervise, name="demo-supervisor", daemon=True)
+        self._supervisor.start()
+
+    def stop(self, *, grace_s: float = STOP_GRACE_S) -> None:
+        """Terminate, then kill, then reap every child; idempotent, safe from any state."""
+        self._stopping.set()
+        if self._supervisor is not None and self._supervisor is not threading.current_thread():
+            self._supervisor.join(timeout=2.0)
+        with self._lock:
+            popens = [c.popen for c in self._children]
+        for p in popens:
+            if p.poll() is None:
+                try:
+                    p.terminate()
+                except OSError:
+                    pass
+        deadline = time.monotonic() + grace_s
+        for p in popens:
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for p in popens:
+            if p.poll() is None:
+                try:
+                    p.kill()
+                except OSError:
+                    pass
+                p.wait()
+            if p.stdout is not None and not p.stdout.closed:
+                p.stdout.close()
+        if self._own_dir:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    # -- what the launcher and the tests read ------------------------------------------------------------------
+
+    @property
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        with self._lock:
+            return tuple(Endpoint(c.name, c.role, c.port) for c in self._children)
+
+    def pids(self) -> list[int]:
+        """Pids of every child ever started (restarted workers included)."""
+        with self._lock:
+            return [pid for c in self._children for pid in (*c.past_pids, c.popen.pid)]
+
+    def live_pids(self) -> list[int]:
+        with self._lock:
+            return [c.popen.pid for c in self._children if c.popen.poll() is None]
+
+    # -- internals ----------------------------------------------------------------------------------------------
+
+    def _spawn(self, name: str, role: str, index: int, *, port: int = 0, life: int = 0) -> subprocess.Popen[bytes]:
+        argv = child_argv(role, run_dir=self.run_dir, scenario=self.opts.scenario, speed=self.opts.speed,
+                          seed=self.opts.seed, workers=self.opts.workers, index=index, port=port, life=life)
+        with open(self.run_dir / f"{name}.log", "ab") as log:
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+                                    start_new_session=True, close_fds=True)
+
+    def _log_tail(self, name: str, lines: int = 8) -> str:
+        try:
+            text = (self.run_dir / f"{name}.log").read_text(errors="replace").strip().splitlines()[-lines:]
+        except OSError:
+            return ""
+        return ("\n  " + "\n  ".join(text)) if text else ""
+
+    def _event(self, message: str) -> None:
+        self.events.append(message)
+        self._on_event(message)
+
+    def _supervise(self) -> None:
+        down_s = self.opts.scenario_spec.crash_down_s / self.opts.speed
+        while not self._stopping.wait(0.1):
+            for child in list(self._children):
+                if child.gone:
+                    continue
+                if child.restart_at is None:
+                    rc = child.popen.poll()
+                    if rc is None:
+                        continue
+                    if rc == CRASH_EXIT_CODE:
+                        child.restart_at = time.monotonic() + down_s
+                        self._event(f"{child.name} crashed (simulated); restarting on port {child.port} "
+                                    f"in {down_s:.1f} s")
+                    else:
+                        child.gone = True
+                        self._event(f"{child.name} exited with status {rc}{self._log_tail(child.name, 3)}")
+                elif time.monotonic() >= child.restart_at:
+                    self._restart(child)
+
+    def _restart(self, child: _Child) -> None:
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            child.past_pids.append(child.popen.pid)
+            if child.popen.stdout is not None and not child.popen.stdout.closed:
+                child.popen.stdout.close()
+            child.life += 1
+            child.popen = self._spawn(child.name, child.role, child.index, port=child.port, life=child.life)
+            child.restart_at = None
+        try:
+            _read_announcement(child.popen, time.monotonic() + READY_TIMEOUT_S)
+            self._event(f"{child.name} restarted on port {child.port}")
+        except FleetError as exc:
+            child.gone = True
+            self._event(f"{child.name} failed to restart: {exc}{self._log_tail(child.name, 3)}")
+
+
+def prometheus_config(endpoints: Sequence[Endpoint], *, interval_s: float = 1.0) -> str:
+    """A ready ``prometheus.yml`` scraping the demo: one job per role, one target per process.
+
+    Target labels deliberately avoid ``role``/``run`` (the metrics carry those;
+    a clash would make Prometheus rename them ``exported_*``).
+    """
+    ms = max(1, round(interval_s * 1000))
+    interval = f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+    lines = ["global:", f"  scrape_interval: {interval}", f"  scrape_timeout: {interval}", "scrape_configs:"]
+    for role in ("trainer", "rollout", "eval"):
+        members = [e for e in endpoints if e.role == role]
+        if not members:
+            continue
+        lines += [f"  - job_name: posttrain-{role}", "    static_configs:"]
+        for e in members:
+            lines += [f"      - targets: ['{e.address}']", f"        labels: {{ptmon_name: '{e.name}'}}"]
+    return "\n".join(lines) + "\n"
+
+
+class _Shutdown(Exception):
+    """SIGTERM/SIGHUP in headless mode: unwind to the ``finally`` that stops the children."""
+
+
+@contextmanager
+def _signals(handler: Callable[[int, Any], None], signums: Sequence[int]) -> Iterator[None]:
+    old = {s: signal.getsignal(s) for s in signums}
+    try:
+        for s in signums:
+            signal.signal(s, handler)
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _print_headless(fleet: Fleet, opts: DemoOptions, out: TextIO) -> None:
+    sc = opts.scenario_spec
+    out.write(f"ptmon demo: scenario {sc.name} at {opts.speed:g}x, {opts.workers} rollout workers\n")
+    out.write(f"  {sc.summary}\n  look for: {sc.look_for}\n\n")
+    for e in fleet.endpoints:
+        out.write(f"{e.name:<12} {e.url}\n")
+    out.write(f"\nwatch it:  ptmon watch {' '.join(e.address for e in fleet.endpoints)}\n")
+    out.write("\n# prometheus.yml\n")
+    out.write(prometheus_config(fleet.endpoints, interval_s=opts.interval_s or 1.0))
+    out.write("\nrunning; Ctrl-C stops every process\n")
+    out.flush()
+
+
+def _run_headless(opts: DemoOptions, out: TextIO) -> int:
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if not stopping.is_set():  # a second signal must not interrupt the stopping itself
+            stopping.set()
+            raise _Shutdown(signal.Signals(signum).name)
+
+    with _signals(on_signal, (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)):
+        fleet = Fleet(opts, on_event=lambda m: print(f"ptmon demo: {m}", file=sys.stderr, flush=True))
+        try:
+            fleet.start()
+            _print_headless(fleet, opts, out)
+            end = None if opts.duration_s is None else time.monotonic() + opts.duration_s
+            while end is None or time.monotonic() < end:
+                time.sleep(0.2 if end is None else max(0.0, min(0.2, end - time.monotonic())))
+        except (KeyboardInterrupt, _Shutdown):
+            pass
+        except FleetError as exc:
+            print(f"ptmon demo: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            stopping.set()
+            fleet.stop()
+    return 0
+
+
+def _run_tui(opts: DemoOptions) -> int:
+    raise NotImplementedError
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    print("ptmon demo: not implemented yet", file=sys.stderr)
-    return 2
+    """Entry point of ``ptmon demo`` (see monitor.cli)."""
+    try:
+        opts = DemoOptions.from_args(args)
+    except ValueError as exc:
+        print(f"ptmon demo: {exc}", file=sys.stderr)
+        return 2
+    if opts.headless:
+        return _run_headless(opts, sys.stdout)
+    return _run_tui(opts)
