@@ -1,0 +1,349 @@
+"""ptmon.toml and command-line flags into one ``Settings``.
+
+A monitor that silently ignores a typo shows wrong numbers with confidence,
+so every key is checked: unknown keys, wrong types, bad roles, bad URLs and
+impossible timings are errors that name the file, the key (``targets[2].url``)
+and what was expected. Command-line flags override the file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from exporters.schema import ROLES
+from monitor.settings import Settings, Target, Thresholds
+
+__all__ = ["ConfigError", "load_settings", "target_from_url", "parse_duration"]
+
+_CLI = "command line"
+_TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_bytes", "concurrency",
+                       "prices", "eval", "alerts", "targets"})
+_EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
+_TARGET_KEYS = frozenset({"name", "url", "role", "bearer_token_file", "basic_auth", "ca_file", "verify_tls"})
+_BASIC_KEYS = frozenset({"username", "password", "password_file"})
+_THRESHOLD_KEYS = tuple(f.name for f in fields(Thresholds))
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+
+
+class ConfigError(ValueError):
+    """A configuration mistake; the message names the file, the key and what was expected."""
+
+    def __init__(self, source: str, key: str, expected: str, got: object = None, *, show_got: bool = True) -> None:
+        message = f"{source}: {key}: expected {expected}"
+        if show_got:
+            message += f", got {_show(got)}"
+        super().__init__(message)
+        self.source = source
+        self.key = key
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a number or a Prometheus-style duration ("500ms", "30s", "5m", "1h30m")."""
+    if isinstance(value, bool):
+        raise ValueError("a duration")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        pos, seconds, parts = 0, 0.0, 0
+        for m in _DURATION_RE.finditer(text):
+            if m.start() != pos:
+                break
+            seconds += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+            pos, parts = m.end(), parts + 1
+        if not parts or pos != len(text):
+            try:
+                seconds = float(text)
+            except ValueError:
+                raise ValueError("a duration") from None
+    else:
+        raise ValueError("a duration")
+    if not math.isfinite(seconds):
+        raise ValueError("a duration")
+    return seconds
+
+
+def target_from_url(url: str) -> Target:
+    """A target from a URL as typed on a command line.
+
+    ``host:port`` means ``http://host:port/metrics`` named ``host:port``; a URL
+    with no path (or just ``/``) gets ``/metrics``. Credentials in the URL
+    become basic auth and are removed from the URL, so they never reach the
+    screen. Raises ``ValueError`` saying what was expected.
+    """
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError("a URL like http://host:9100/metrics or host:9100")
+    text = url.strip()
+    if any(c.isspace() for c in text):
+        raise ValueError("a URL without spaces")
+    if "://" not in text:
+        text = "http://" + text
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"a URL with a valid host and port ({exc})") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError("an http:// or https:// URL")
+    host = parts.hostname
+    if not host:
+        raise ValueError("a URL with a host, like http://host:9100/metrics")
+    if parts.fragment:
+        raise ValueError("a URL without a #fragment")
+    shown_host = f"[{host}]" if ":" in host else host
+    netloc = shown_host if port is None else f"{shown_host}:{port}"
+    path = parts.path if parts.path not in ("", "/") else "/metrics"
+    basic = None
+    if parts.username is not None:
+        basic = (unquote(parts.username), unquote(parts.password or ""))
+    clean = urlunsplit((parts.scheme, netloc, path, parts.query, ""))
+    return Target(name=netloc, url=clean, basic_auth=basic)
+
+
+class _Reader:
+    """Typed accessors that raise ConfigError with the file and key."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, key: str, expected: str, got: object = None, *, show_got: bool = True) -> ConfigError:
+        return ConfigError(self.source, key, expected, got, show_got=show_got)
+
+    def table(self, value: object, key: str) -> Mapping[str, Any]:
+        if not isinstance(value, dict):
+            raise self.error(key, "a table", value)
+        return value
+
+    def no_unknown(self, table: Mapping[str, Any], allowed: frozenset[str] | tuple[str, ...], prefix: str) -> None:
+        for k in table:
+            if k not in allowed:
+                where = f"{prefix}.{k}" if prefix else k
+                raise self.error(where, "one of " + ", ".join(sorted(allowed)) + " (unknown key)", show_got=False)
+
+    def number(self, value: object, key: str, *, positive: bool = False, nonneg: bool = False) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.error(key, "a number", value)
+        if positive and not value > 0:
+            raise self.error(key, "a positive number", value)
+        if nonneg and value < 0:
+            raise self.error(key, "a number >= 0", value)
+        return float(value)
+
+    def integer(self, value: object, key: str, *, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.error(key, f"an integer >= {minimum}", value)
+        return value
+
+    def string(self, value: object, key: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(key, "a non-empty string", value)
+        return value
+
+    def boolean(self, value: object, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.error(key, "true or false", value)
+        return value
+
+    def duration(self, value: object, key: str) -> float:
+        try:
+            seconds = parse_duration(value)
+        except ValueError:
+            raise self.error(key, 'seconds as a number or a duration like "30s", "5m", "1h"', value) from None
+        if not seconds > 0:
+            raise self.error(key, "a positive duration", value)
+        return seconds
+
+    def role(self, value: object, key: str) -> str:
+        if value not in ROLES:
+            raise self.error(key, "one of " + ", ".join(ROLES), value)
+        return value  # type: ignore[return-value]
+
+
+def _path(value: str, base: str) -> str:
+    """Relative paths in a config file are relative to that file, as in prometheus.yml."""
+    value = os.path.expanduser(value)
+    return value if os.path.isabs(value) else os.path.normpath(os.path.join(base, value))
+
+
+def _read_secret(r: _Reader, path: str, key: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise r.error(key, f"a readable file ({path}: {reason})", show_got=False) from None
+
+
+def _target(r: _Reader, raw: object, i: int, base: str) -> Target:
+    key = f"targets[{i}]"
+    t = r.table(raw, key)
+    r.no_unknown(t, _TARGET_KEYS, key)
+    if "url" not in t:
+        raise r.error(f"{key}.url", "a URL (required)", show_got=False)
+    url = r.string(t["url"], f"{key}.url")
+    try:
+        parsed = target_from_url(url)
+    except ValueError as exc:
+        raise r.error(f"{key}.url", str(exc), url) from None
+    name = r.string(t["name"], f"{key}.name") if "name" in t else parsed.name
+    role = r.role(t["role"], f"{key}.role") if "role" in t else None
+    bearer = None
+    if "bearer_token_file" in t:
+        # Read at scrape time (and re-read when it changes): token files rotate.
+        bearer = _path(r.string(t["bearer_token_file"], f"{key}.bearer_token_file"), base)
+    basic = parsed.basic_auth
+    if "basic_auth" in t:
+        bkey = f"{key}.basic_auth"
+        b = r.table(t["basic_auth"], bkey)
+        r.no_unknown(b, _BASIC_KEYS, bkey)
+        if "username" not in b:
+            raise r.error(f"{bkey}.username", "a username (required)", show_got=False)
+        user = r.string(b["username"], f"{bkey}.username")
+        if "password" in b and "password_file" in b:
+            raise r.error(bkey, "password or password_file, not both", show_got=False)
+        if "password_file" in b:
+            pkey = f"{bkey}.password_file"
+            password = _read_secret(r, _path(r.string(b["password_file"], pkey), base), pkey)
+        elif "password" in b:
+            if not isinstance(b["password"], str):
+                raise r.error(f"{bkey}.password", "a string", show_got=False)  # never echo a secret
+            password = b["password"]
+        else:
+            raise r.error(bkey, "password or password_file", show_got=False)
+        basic = (user, password)
+    if bearer is not None and basic is not None:
+        raise r.error(key, "bearer_token_file or basic_auth, not both", show_got=False)
+    ca_file = None
+    if "ca_file" in t:
+        ca_key = f"{key}.ca_file"
+        ca_file = _path(r.string(t["ca_file"], ca_key), base)
+        if not os.path.isfile(ca_file):
+            raise r.error(ca_key, f"an existing PEM file ({ca_file} not found)", show_got=False)
+    verify = r.boolean(t["verify_tls"], f"{key}.verify_tls") if "verify_tls" in t else True
+    return Target(name=name, url=parsed.url, role=role, bearer_token_file=bearer, basic_auth=basic,
+                  ca_file=ca_file, verify_tls=verify)
+
+
+def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(Settings keyword arguments, raw timing values) from one ptmon.toml."""
+    r = _Reader(path)
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(path, "(file)", f"a readable TOML file ({exc.strerror or exc})", show_got=False) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(path, "(syntax)", f"valid TOML ({exc})", show_got=False) from None
+    r.no_unknown(doc, _TOP_KEYS, "")
+    base = os.path.dirname(os.path.abspath(path))
+    out: dict[str, Any] = {}
+    for key, field_name in (("interval", "interval_s"), ("window", "window_s"), ("timeout", "timeout_s")):
+        if key in doc:
+            out[field_name] = r.duration(doc[key], key)
+    if "max_series" in doc:
+        out["max_series"] = r.integer(doc["max_series"], "max_series", minimum=1)
+    if "max_body_bytes" in doc:
+        out["max_body_bytes"] = r.integer(doc["max_body_bytes"], "max_body_bytes", minimum=1024)
+    if "concurrency" in doc:
+        out["concurrency"] = r.integer(doc["concurrency"], "concurrency", minimum=1)
+    if "prices" in doc:
+        prices = r.table(doc["prices"], "prices")
+        checked: dict[str, float] = {}
+        for role, price in prices.items():
+            r.role(role, f"prices.{role}")
+            checked[role] = r.number(price, f"prices.{role}", nonneg=True)
+        out["prices"] = MappingProxyType(checked)
+    if "eval" in doc:
+        ev = r.table(doc["eval"], "eval")
+        r.no_unknown(ev, _EVAL_KEYS, "eval")
+        if "primary_benchmark" in ev:
+            out["primary_benchmark"] = r.string(ev["primary_benchmark"], "eval.primary_benchmark")
+        if "baseline_score" in ev:
+            out["baseline_score"] = r.number(ev["baseline_score"], "eval.baseline_score")
+        if "baseline_spend" in ev:
+            out["baseline_spend_dollars"] = r.number(ev["baseline_spend"], "eval.baseline_spend", nonneg=True)
+        if "marginal_k" in ev:
+            out["marginal_k"] = r.integer(ev["marginal_k"], "eval.marginal_k", minimum=2)
+    if "alerts" in doc:
+        al = r.table(doc["alerts"], "alerts")
+        r.no_unknown(al, _THRESHOLD_KEYS, "alerts")
+        out["thresholds"] = Thresholds(**{k: r.number(v, f"alerts.{k}") for k, v in al.items()})
+    if "targets" in doc:
+        raw = doc["targets"]
+        if not isinstance(raw, list):
+            raise r.error("targets", "an array of tables ([[targets]])", raw)
+        targets = tuple(_target(r, t, i, base) for i, t in enumerate(raw))
+        seen: dict[str, int] = {}
+        for i, t in enumerate(targets):
+            if t.name in seen:
+                raise r.error(f"targets[{i}].name", f"a unique name ({t.name!r} is also targets[{seen[t.name]}])",
+                              show_got=False)
+            seen[t.name] = i
+        out["targets"] = targets
+    return out, doc
+
+
+def load_settings(
+    *,
+    config_path: str | None = None,
+    urls: Sequence[str] = (),
+    interval_s: float | None = None,
+    window_s: float | None = None,
+    timeout_s: float | None = None,
+) -> Settings:
+    """Settings from ``config_path`` (optional) with command-line values on top.
+
+    URLs given on the command line replace the file's ``[[targets]]`` (prices,
+    thresholds and the rest still come from the file). The timeout must come
+    out shorter than the interval, wherever each was set.
+    """
+    kwargs: dict[str, Any] = {}
+    origin: dict[str, tuple[str, str]] = {}  # field -> (source, key) that set it
+    if config_path is not None:
+        kwargs, _ = _load_file(config_path)
+        origin = {f: (config_path, k) for f, k in (("interval_s", "interval"), ("timeout_s", "timeout"))
+                  if f in kwargs}
+    cli = _Reader(_CLI)
+    for name, flag, value in (("interval_s", "--interval", interval_s), ("window_s", "--window", window_s),
+                              ("timeout_s", "--timeout", timeout_s)):
+        if value is not None:
+            kwargs[name] = cli.number(value, flag, positive=True)
+            origin[name] = (_CLI, flag)
+    if urls:
+        targets = []
+        seen: set[str] = set()
+        for i, url in enumerate(urls):
+            try:
+                t = target_from_url(url)
+            except ValueError as exc:
+                raise cli.error(f"URL {i + 1}", str(exc), url) from None
+            if t.name in seen:
+                raise cli.error(f"URL {i + 1}", f"each target once ({t.name} is given twice)", show_got=False)
+            seen.add(t.name)
+            targets.append(t)
+        kwargs["targets"] = tuple(targets)
+    settings = Settings(**kwargs)
+    if settings.timeout_s is not None and settings.timeout_s >= settings.interval_s:
+        # A scrape that may run past its next turn delays every reading of that
+        # target; Prometheus refuses scrape_timeout > scrape_interval for the same reason.
+        src, key = origin["timeout_s"]
+        isrc, ikey = origin.get("interval_s", ("", ""))
+        from_where = f"{ikey} in {isrc}" if isrc else "the default"
+        raise ConfigError(src, key, f"a timeout shorter than the interval ({settings.interval_s:g} s, "
+                          f"from {from_where})", settings.timeout_s)
+    return settings
+

@@ -1,0 +1,240 @@
+"""ptmon.toml: the full example loads; every mistake names the file, the key and what was expected."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from monitor.config import ConfigError, load_settings, parse_duration, target_from_url
+from monitor.settings import Settings, Target, Thresholds
+
+FULL_EXAMPLE = """\
+interval = 1.0            # seconds between scrapes of each target
+window = "5m"             # measurement window: seconds or a duration ("90s", "5m", "1h")
+timeout = 0.8             # per-scrape timeout, shorter than the interval
+max_series = 20000        # per target; more new series are dropped and the target is flagged
+max_body_bytes = 16777216 # a larger /metrics body is an error for that target
+concurrency = 16          # scrapes in flight at once
+
+[prices]                  # $/GPU-hour per role; overrides the exporters' price gauge
+trainer = 3.0
+rollout = 2.5
+
+[eval]
+primary_benchmark = "gsm8k"
+baseline_score = 0.62
+baseline_spend = 0.0
+marginal_k = 5
+
+[alerts]                  # any field of monitor.settings.Thresholds
+weight_sync_p99_warn_s = 30
+staleness_critical = 6
+
+[[targets]]
+name = "trainer"
+url = "http://10.0.0.1:9100/metrics"
+role = "trainer"
+bearer_token_file = "secrets/token"
+
+[[targets]]
+name = "rollout-0"
+url = "10.0.0.2:9100"
+role = "rollout"
+basic_auth = { username = "ptmon", password_file = "secrets/password" }
+
+[[targets]]
+url = "https://10.0.0.3:9400/metrics"
+role = "gpu"
+ca_file = "secrets/ca.pem"
+verify_tls = true
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "ptmon.toml") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+@pytest.fixture
+def full(tmp_path: Path) -> str:
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "password").write_text("s3cret\n")
+    (tmp_path / "secrets" / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    return write(tmp_path, FULL_EXAMPLE)
+
+
+def test_the_full_example_loads(full: str, tmp_path: Path) -> None:
+    s = load_settings(config_path=full)
+    assert (s.interval_s, s.window_s, s.timeout_s, s.effective_timeout_s) == (1.0, 300.0, 0.8, 0.8)
+    assert (s.max_series, s.max_body_bytes, s.concurrency) == (20_000, 16 * 2**20, 16)
+    assert dict(s.prices) == {"trainer": 3.0, "rollout": 2.5}
+    assert (s.primary_benchmark, s.baseline_score, s.baseline_spend_dollars, s.marginal_k) == ("gsm8k", 0.62, 0.0, 5)
+    assert s.thresholds == Thresholds(weight_sync_p99_warn_s=30.0, staleness_critical=6.0)
+    secrets = tmp_path / "secrets"
+    assert s.targets == (
+        Target("trainer", "http://10.0.0.1:9100/metrics", role="trainer", bearer_token_file=str(secrets / "token")),
+        Target("rollout-0", "http://10.0.0.2:9100/metrics", role="rollout", basic_auth=("ptmon", "s3cret")),
+        Target("10.0.0.3:9400", "https://10.0.0.3:9400/metrics", role="gpu", ca_file=str(secrets / "ca.pem")),
+    )
+
+
+def test_no_file_and_no_flags_gives_the_defaults() -> None:
+    assert load_settings() == Settings()
+
+
+def test_command_line_flags_override_the_file(full: str) -> None:
+    s = load_settings(config_path=full, interval_s=10.0, window_s=60.0, timeout_s=5.0)
+    assert (s.interval_s, s.window_s, s.timeout_s) == (10.0, 60.0, 5.0)
+    assert dict(s.prices) == {"trainer": 3.0, "rollout": 2.5}  # the rest still comes from the file
+
+
+def test_command_line_urls_replace_the_files_targets(full: str) -> None:
+    s = load_settings(config_path=full, urls=["localhost:9100", "http://127.0.0.1:8000"])
+    assert s.targets == (Target("localhost:9100", "http://localhost:9100/metrics"),
+                         Target("127.0.0.1:8000", "http://127.0.0.1:8000/metrics"))
+    assert s.primary_benchmark == "gsm8k"
+
+
+@pytest.mark.parametrize(("url", "name", "expected"), [
+    ("localhost:9100", "localhost:9100", "http://localhost:9100/metrics"),
+    ("http://h:9100", "h:9100", "http://h:9100/metrics"),
+    ("http://h:9100/", "h:9100", "http://h:9100/metrics"),
+    ("https://h/custom/path?x=1", "h", "https://h/custom/path?x=1"),
+    ("[::1]:9100", "[::1]:9100", "http://[::1]:9100/metrics"),
+    ("  HTTP://Host:80/m  ", "host:80", "http://host:80/m"),
+])
+def test_target_from_url(url: str, name: str, expected: str) -> None:
+    t = target_from_url(url)
+    assert (t.name, t.url, t.role, t.basic_auth) == (name, expected, None, None)
+
+
+def test_credentials_in_a_url_become_basic_auth_and_leave_the_url() -> None:
+    t = target_from_url("http://user:p%40ss@h:9100/metrics")
+    assert (t.name, t.url, t.basic_auth) == ("h:9100", "http://h:9100/metrics", ("user", "p@ss"))
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("", "a URL like"),
+    ("ftp://h/x", "an http:// or https:// URL"),
+    ("http://h:99999", "a valid host and port"),
+    ("http://h:port", "a valid host and port"),
+    ("http:///metrics", "a URL with a host"),
+    ("http://h/metrics#x", "without a #fragment"),
+    ("h 9100", "without spaces"),
+])
+def test_bad_urls_say_what_was_expected(url: str, expected: str) -> None:
+    with pytest.raises(ValueError, match=expected):
+        target_from_url(url)
+
+
+def test_durations() -> None:
+    assert [parse_duration(v) for v in (2, 0.5, "30s", "5m", "1h30m", "500ms", "1d", "2.5")] == [
+        2.0, 0.5, 30.0, 300.0, 5400.0, 0.5, 86400.0, 2.5]
+    for bad in ("5 minutes", "m5", "", True, [1], "nan", "inf"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+# Each case: (file body, the key the error must name, text of what was expected).
+BAD_FILES = [
+    ("intervall = 1\n", "intervall", "unknown key"),
+    ("[eval]\nprimary_bench = 'x'\n", "eval.primary_bench", "unknown key"),
+    ("[alerts]\nweight_sync_p99_warn = 3\n", "alerts.weight_sync_p99_warn", "unknown key"),
+    ("[[targets]]\nurl = 'h:1'\nrole = 'trainer'\nverify = false\n", "targets[0].verify", "unknown key"),
+    ("interval = 0\n", "interval", "a positive duration, got 0"),
+    ("interval = -1.5\n", "interval", "a positive duration"),
+    ("interval = 'soon'\n", "interval", "seconds as a number or a duration"),
+    ("interval = true\n", "interval", "seconds as a number or a duration"),
+    ("window = '5 min'\n", "window", "seconds as a number or a duration"),
+    ("interval = 1\ntimeout = 1\n", "timeout", "a timeout shorter than the interval (1 s, from interval in"),
+    ("max_series = 0\n", "max_series", "an integer >= 1"),
+    ("concurrency = 2.5\n", "concurrency", "an integer >= 1"),
+    ("max_body_bytes = 10\n", "max_body_bytes", "an integer >= 1024"),
+    ("prices = 3\n", "prices", "a table"),
+    ("[prices]\ntrainr = 3.0\n", "prices.trainr", "one of trainer, rollout, eval, engine, gpu"),
+    ("[prices]\ntrainer = -1\n", "prices.trainer", "a number >= 0"),
+    ("[prices]\ntrainer = '3'\n", "prices.trainer", "a number"),
+    ("[eval]\nmarginal_k = 1\n", "eval.marginal_k", "an integer >= 2"),
+    ("[eval]\nbaseline_score = 'high'\n", "eval.baseline_score", "a number"),
+    ("[eval]\nprimary_benchmark = ''\n", "eval.primary_benchmark", "a non-empty string"),
+    ("[alerts]\nstaleness_warn = 'two'\n", "alerts.staleness_warn", "a number"),
+    ("targets = 'h:1'\n", "targets", "an array of tables"),
+    ("[[targets]]\nname = 'a'\n", "targets[0].url", "a URL (required)"),
+    ("[[targets]]\nurl = 'h:1'\n[[targets]]\nurl = 'ftp://x'\n", "targets[1].url", "an http:// or https:// URL"),
+    ("[[targets]]\nurl = 'h:1'\nrole = 'learner'\n", "targets[0].role", "one of trainer, rollout"),
+    ("[[targets]]\nurl = 'h:1'\nverify_tls = 'no'\n", "targets[0].verify_tls", "true or false"),
+    ("[[targets]]\nurl = 'h:1'\nca_file = 'nope.pem'\n", "targets[0].ca_file", "an existing PEM file"),
+    ("[[targets]]\nname = 'a'\nurl = 'h:1'\n[[targets]]\nname = 'a'\nurl = 'h:2'\n",
+     "targets[1].name", "a unique name ('a' is also targets[0])"),
+    ("[[targets]]\nurl = 'h:1'\n[[targets]]\nurl = 'http://h:1/metrics'\n",
+     "targets[1].name", "a unique name ('h:1' is also targets[0])"),
+    ("[[targets]]\nurl = 'h:1'\nbasic_auth = { username = 'u' }\n", "targets[0].basic_auth",
+     "password or password_file"),
+    ("[[targets]]\nurl = 'h:1'\nbasic_auth = { password = 'p' }\n", "targets[0].basic_auth.username",
+     "a username (required)"),
+    ("[[targets]]\nurl = 'h:1'\nbasic_auth = { username = 'u', password_file = 'missing' }\n",
+     "targets[0].basic_auth.password_file", "a readable file"),
+    ("[[targets]]\nurl = 'h:1'\nbasic_auth = { username = 'u', pasword = 'p' }\n",
+     "targets[0].basic_auth.pasword", "unknown key"),
+    ("[[targets]]\nurl = 'h:1'\nbearer_token_file = 't'\nbasic_auth = { username = 'u', password = 'p' }\n",
+     "targets[0]", "bearer_token_file or basic_auth, not both"),
+    ("interval = \n", "(syntax)", "valid TOML"),
+]
+
+
+@pytest.mark.parametrize(("body", "key", "expected"), BAD_FILES, ids=[b[1] + ":" + b[2][:20] for b in BAD_FILES])
+def test_every_mistake_names_the_file_the_key_and_what_was_expected(
+    tmp_path: Path, body: str, key: str, expected: str
+) -> None:
+    path = write(tmp_path, body)
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: {key}: expected "), message
+    assert expected in message, message
+    assert (info.value.source, info.value.key) == (path, key)
+    assert isinstance(info.value, ValueError)
+
+
+def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    path = str(tmp_path / "absent.toml")
+    with pytest.raises(ConfigError, match=r"absent\.toml: \(file\): expected a readable TOML file"):
+        load_settings(config_path=path)
+
+
+def test_a_password_is_never_echoed_in_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "[[targets]]\nurl = 'h:1'\nbasic_auth = { username = 'u', password = 42 }\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=path)
+    assert "42" not in str(info.value) and "targets[0].basic_auth.password: expected a string" in str(info.value)
+
+
+def test_timeout_against_interval_is_checked_after_the_flags_apply(tmp_path: Path) -> None:
+    path = write(tmp_path, "interval = 2\ntimeout = 1.5\n")
+    assert load_settings(config_path=path).timeout_s == 1.5
+    with pytest.raises(ConfigError, match=r"timeout: expected a timeout shorter than the interval "
+                                          r"\(1 s, from --interval in command line\), got 1.5"):
+        load_settings(config_path=path, interval_s=1.0)
+    assert load_settings(config_path=path, interval_s=1.0, timeout_s=0.5).timeout_s == 0.5
+    with pytest.raises(ConfigError, match=r"^command line: --timeout: expected a timeout shorter"):
+        load_settings(timeout_s=3.0)
+
+
+def test_command_line_mistakes_name_the_flag_or_the_url() -> None:
+    with pytest.raises(ConfigError, match=r"^command line: --interval: expected a positive number, got 0"):
+        load_settings(interval_s=0)
+    with pytest.raises(ConfigError, match=r"^command line: URL 2: expected an http:// or https:// URL"):
+        load_settings(urls=["h:1", "ftp://h"])
+    with pytest.raises(ConfigError, match=r"^command line: URL 2: expected each target once \(h:1"):
+        load_settings(urls=["h:1", "http://h:1/metrics"])
+
+
+def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sub = tmp_path / "conf"
+    sub.mkdir()
+    path = write(sub, "[[targets]]\nurl = 'h:1'\nbearer_token_file = '../token'\n")
+    monkeypatch.chdir(tmp_path.parent)
+    assert load_settings(config_path=path).targets[0].bearer_token_file == str(tmp_path / "token")
