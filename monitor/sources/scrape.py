@@ -26,7 +26,7 @@ import httpx
 
 from monitor import parse as _parse
 from monitor.dashboard import TargetHealth
-from monitor.settings import Target
+from monitor.settings import Settings, Target
 from monitor.store import Store
 from monitor.text import safe
 
@@ -258,6 +258,20 @@ class Scraper:
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
 
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        store: Store,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> Scraper:
+        """A scraper for ``settings``' targets with its interval, timeout and limits."""
+        return cls(settings.targets, store=store, interval_s=settings.interval_s, timeout_s=settings.timeout_s,
+                   max_body_bytes=settings.max_body_bytes, concurrency=settings.concurrency,
+                   transport=transport, clock=clock)
+
     # -- public API ------------------------------------------------------------
 
     async def start(self) -> None:
@@ -270,6 +284,8 @@ class Scraper:
         ]
 
     async def scrape_once(self) -> None:
+        if self._closed:
+            raise RuntimeError("Scraper is closed")
         await asyncio.gather(*(self._scrape(st) for st in self._states))
 
     def health(self) -> tuple[TargetHealth, ...]:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from monitor.settings import Target
+from monitor.settings import Settings, Target
 from monitor.sources import MAX_BACKOFF_S, Scraper, Source, backoff_delay, effective_timeout
 from monitor.store import Store
 
@@ -454,6 +454,21 @@ async def test_aclose_is_idempotent_and_stops_the_tasks() -> None:
     assert scraper.health()[0].last_scrape == before
     with pytest.raises(RuntimeError):
         await scraper.start()
+    with pytest.raises(RuntimeError):
+        await scraper.scrape_once()
+
+
+async def test_from_settings_takes_the_interval_timeout_and_limits() -> None:
+    settings = Settings(targets=(target("a"),), interval_s=5.0, timeout_s=0.05, max_body_bytes=2048)
+    transport = httpx.MockTransport(lambda r: httpx.Response(200, content=b"# " + b"x" * 4096 + b"\n"))
+    scraper = Scraper.from_settings(settings, store=Store(), transport=transport)
+    async with scraper:
+        await scraper.scrape_once()
+    assert scraper.health()[0].error == "body exceeds 2 KiB"
+    hung = Scraper.from_settings(settings, store=Store(), transport=httpx.MockTransport(hangs))
+    async with hung:
+        await hung.scrape_once()
+    assert hung.health()[0].error == "timed out after 0.05 s"
 
 
 # -- real HTTP on loopback ------------------------------------------------------
