@@ -201,7 +201,8 @@ def sync_slowdown(scenario: Scenario, t: float) -> float:
     """Multiplier on sync latency at simulated time ``t`` (1 unless the link degrades)."""
     if scenario.sync_doubling_s is None:
         return 1.0
-    return min(scenario.sync_slowdown_max, 2.0 ** (max(0.0, t) / scenario.sync_doubling_s))
+    doublings = min(max(0.0, t) / scenario.sync_doubling_s, 64.0)  # 2**64 is past any cap; no overflow
+    return min(scenario.sync_slowdown_max, 2.0 ** doublings)
 
 
 def sync_seconds(rng: random.Random, spec: RunSpec, scenario: Scenario, t: float) -> float:

@@ -1,0 +1,106 @@
+"""``ptmon demo`` as a user runs it: real processes, real ports, and no child outliving the launcher.
+
+Children are found through /proc (their parent is the launcher) and checked
+by pid with kill(pid, 0) after the launcher is stopped by SIGINT, SIGTERM,
+its --duration, or a SIGKILL (then the children notice on their own).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from demo.launcher import Endpoint, prometheus_config
+from exporters.schema import RUN_INFO
+from monitor.parse import parse
+from tests.demo.helpers import URL_RE, alive, children_of, start_headless, wait_gone
+
+
+def _roles(text: str) -> dict[str, str]:
+    """name -> role each printed URL serves, read from its posttrain_run_info."""
+    out = {}
+    with httpx.Client(timeout=10.0) as client:
+        for name, url, _ in URL_RE.findall(text):
+            samples = parse(client.get(url).text)
+            info = [s for s in samples if s.name in (RUN_INFO.name, RUN_INFO.name + "_info")]
+            assert info, f"{name} at {url} has no {RUN_INFO.name}"
+            out[name] = info[0].labels["role"]
+    return out
+
+
+def test_prometheus_config_passes_promtool(tmp_path: Path, promtool_bin: str) -> None:
+    endpoints = [Endpoint("trainer", "trainer", 9001), Endpoint("rollout-0", "rollout", 9002),
+                 Endpoint("rollout-1", "rollout", 9003), Endpoint("eval", "eval", 9004)]
+    text = prometheus_config(endpoints, interval_s=0.5)
+    assert "scrape_interval: 500ms" in text and text.count("targets:") == 4
+    assert "role:" not in text and " run:" not in text  # would clash with the metrics' own labels
+    path = tmp_path / "prometheus.yml"
+    path.write_text(text)
+    result = subprocess.run([promtool_bin, "check", "config", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_headless_serves_every_role_and_a_signal_stops_every_child(signum: int, tmp_path: Path,
+                                                                   promtool_bin: str) -> None:
+    proc, text = start_headless()
+    try:
+        pids = children_of(proc.pid)
+        assert len(pids) == 4 and all(alive(p) for p in pids)  # trainer, 2 workers, eval
+        assert _roles(text) == {"trainer": "trainer", "rollout-0": "rollout", "rollout-1": "rollout",
+                                "eval": "eval"}
+        config = tmp_path / "prometheus.yml"
+        config.write_text(text.split("# prometheus.yml\n", 1)[1].split("\nrunning;", 1)[0])
+        check = subprocess.run([promtool_bin, "check", "config", str(config)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        proc.send_signal(signum)
+        assert proc.wait(timeout=20) == 0
+        assert wait_gone(pids, 1.0) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_children_stop_by_themselves_when_the_launcher_is_killed_hard() -> None:
+    proc, _ = start_headless()
+    pids = children_of(proc.pid)
+    assert len(pids) == 4
+    proc.kill()  # SIGKILL: no finally runs in the launcher
+    proc.wait()
+    assert wait_gone(pids, 10.0) == []  # each child polls its parent pid
+
+
+def test_duration_ends_the_run_headless_never_imports_textual() -> None:
+    code = (
+        "import sys, threading, os\n"
+        "from monitor.cli import main\n"
+        "from tests.demo.helpers import children_of\n"
+        "seen = []\n"
+        "t = threading.Timer(1.5, lambda: seen.extend(children_of(os.getpid())))\n"
+        "t.start()\n"
+        "rc = main(['demo', '--headless', '--duration', '3', '--speed', '300', '--workers', '1'])\n"
+        "print('PIDS', *seen)\n"
+        "print('TEXTUAL', 'textual' in sys.modules)\n"
+        "sys.exit(rc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if line.startswith(("PIDS", "TEXTUAL")))
+    pids = [int(p) for p in lines["PIDS"].split()]
+    assert len(pids) == 3  # trainer, 1 worker, eval
+    assert lines["TEXTUAL"] == "False"
+    assert wait_gone(pids, 1.0) == []
+
+
+def test_bad_options_are_refused_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+    from monitor.cli import main
+
+    assert main(["demo", "--headless", "--workers", "0"]) == 2
+    assert "--workers" in capsys.readouterr().err
