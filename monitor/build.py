@@ -1,0 +1,606 @@
+"""Build the Dashboard: every number the UI shows, from the store at one time.
+
+``build_dashboard`` is a pure function of the stored points, the targets'
+health, the settings, an explicit ``now`` and a window, so the TUI, ``ptmon
+snapshot`` and the tests all get the same numbers for the same data. The
+definitions follow DESIGN.md ("Definitions the numbers must follow"); where
+it is silent, the choice is written next to the code and in
+notes/data-layer.md.
+
+Cost: linear in the points of the window (plus one pass over each cost
+series' history for spend across restarts); no per-point work is repeated
+across targets, so it stays cheap at one build per second over 60 targets.
+
+Evals are the one thing that outlives the store's ring buffers (an eval
+every 20 minutes outlasts one hour of 1 s points after a few evals), so they
+are observed incrementally into an ``EvalLog`` that the caller keeps and
+passes back in; ``build_dashboard`` computes one from scratch when given
+none.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import accumulate
+from operator import itemgetter
+from types import MappingProxyType
+
+from exporters import schema
+from exporters.schema import MetricSpec
+from monitor.dashboard import Dashboard, EvalPoint, Point, TargetHealth, WorkerRow
+from monitor.derive import (
+    counter_deltas,
+    counter_total,
+    histogram_quantile,
+    in_window,
+    least_squares_slope,
+    mean,
+    median,
+    parse_le,
+    rate,
+    raw_increase,
+)
+from monitor.roles import detect_role, label_ci, run_info_names
+from monitor.settings import Settings
+from monitor.store import Series, Store
+
+__all__ = ["Baseline", "EvalLog", "observe_evals", "build_dashboard", "MEDIAN_WINDOW_S", "RECENT_RATE_S"]
+
+MEDIAN_WINDOW_S = 600.0  # the rollout rate's reference: its median over the last 10 minutes
+RECENT_RATE_S = 30.0  # "the rollout rate now", for the rate-drop alert: mean over the last 30 s
+_CHART_POINTS = 120
+_MAX_EVALS_PER_BENCHMARK = 10_000
+
+_time = itemgetter(0)
+
+
+def _names(spec: MetricSpec) -> tuple[str, ...]:
+    """Every sample name a metric may be exposed under: counters with and without ``_total``."""
+    return schema.counter_aliases(spec.name) if spec.kind == "counter" else (spec.name,)
+
+
+def _engine_names(*specs: MetricSpec) -> tuple[str, ...]:
+    """vLLM/SGLang names as exposed, with ``:`` flattened and behind Ray's ``ray_`` prefix."""
+    out: list[str] = []
+    for spec in specs:
+        flat = spec.name.replace(":", "_")
+        for name in dict.fromkeys((spec.name, flat, "ray_" + flat)):
+            out.extend(schema.counter_aliases(name) if spec.kind == "counter" else (name,))
+    return tuple(dict.fromkeys(out))
+
+
+ROLLOUTS = _names(schema.ROLLOUTS)
+ROLLOUT_TOKENS = _names(schema.ROLLOUT_TOKENS)
+TRAINER_STEPS = _names(schema.TRAINER_STEPS)
+TRAINER_TOKENS = _names(schema.TRAINER_TOKENS)
+SYNC_BYTES = _names(schema.WEIGHT_SYNC_BYTES)
+SYNC_FAILURES = _names(schema.WEIGHT_SYNC_FAILURES)
+GPU_SECONDS = _names(schema.GPU_SECONDS)
+ENGINE_TOKENS = _engine_names(schema.VLLM_GENERATION_TOKENS, schema.SGLANG_GENERATION_TOKENS)
+ENGINE_RUNNING = _engine_names(schema.VLLM_REQUESTS_RUNNING, schema.SGLANG_RUNNING_REQS)
+ENGINE_WAITING = _engine_names(schema.VLLM_REQUESTS_WAITING, schema.SGLANG_QUEUE_REQS)
+ENGINE_KV = _engine_names(schema.VLLM_KV_CACHE_USAGE, schema.VLLM_GPU_CACHE_USAGE, schema.SGLANG_TOKEN_USAGE)
+_WORKER_ROLES = (schema.ROLE_ROLLOUT, schema.ROLE_ENGINE)
+
+
+# --- evals, incrementally -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The intelligence-per-dollar reference: a score and the spend it was reached at."""
+
+    score: float
+    spend_dollars: float
+    timestamp: float | None = None  # the eval it was taken from; None when configured
+
+
+@dataclass(frozen=True, slots=True)
+class EvalLog:
+    """Every eval observed so far, per benchmark, and how far each eval series has been read."""
+
+    evals: Mapping[str, tuple[EvalPoint, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    # (target, benchmark) -> (time read up to, last score, last policy version)
+    read: Mapping[tuple[str, str], tuple[float, float, float | None]] = field(
+        default_factory=lambda: MappingProxyType({}))
+
+    def primary(self, configured: str | None) -> str | None:
+        """The configured benchmark, else the one whose first eval came first."""
+        if configured:
+            return configured
+        firsts = [(pts[0].timestamp, name) for name, pts in self.evals.items() if pts]
+        return min(firsts)[1] if firsts else None
+
+
+class _Spend:
+    """Spend in dollars at any time, from each cost series' reset-corrected running total."""
+
+    def __init__(self, entries: Sequence[tuple[list[tuple[float, float]], float]]) -> None:
+        self._entries: list[tuple[list[float], list[float], float]] = []
+        for pts, price in entries:
+            if not pts:
+                continue
+            times = [t for t, _ in pts]
+            values = [v for _, v in pts]
+            # Running reset correction: after a drop the counter restarted from zero.
+            corrections = accumulate((a if b < a else 0.0 for a, b in zip(values, values[1:])), initial=0.0)
+            totals = [v + c for v, c in zip(values, corrections)]
+            self._entries.append((times, totals, price))
+
+    def at(self, t: float) -> float | None:
+        if not self._entries:
+            return None
+        dollars = 0.0
+        for times, totals, price in self._entries:
+            # Before a series' first point, its first value is the best guess: targets of one
+            # scrape round land microseconds apart, and an eval must not look free.
+            i = max(1, bisect_right(times, t))
+            dollars += totals[i - 1] * price / 3600.0
+        return dollars
+
+
+def observe_evals(store: Store, settings: Settings, *, previous: EvalLog | None = None) -> EvalLog:
+    """``previous`` plus the evals stored since it was read.
+
+    An eval is a change of a benchmark's score or eval policy version gauge
+    (the first value seen counts as one), placed at the spend at that time.
+    Only points newer than what ``previous`` read are looked at.
+    """
+    previous = previous or EvalLog()
+    read = dict(previous.read)
+    new: dict[str, list[EvalPoint]] = {}
+    for target in store.targets():
+        versions = {s.labels.get("benchmark", ""): s for s in store.series(target, schema.EVAL_POLICY_VERSION.name)}
+        samples = {s.labels.get("benchmark", ""): s for s in store.series(target, schema.EVAL_SAMPLES.name)}
+        for series in store.series(target, schema.EVAL_SCORE.name):
+            bench = series.labels.get("benchmark", "")
+            key = (target, bench)
+            since, last_score, last_version = read.get(key, (-math.inf, math.nan, None))
+            pts = in_window(series, since, math.inf)
+            if not pts:
+                continue
+            ver = dict(in_window(versions[bench], since, math.inf)) if bench in versions else {}
+            smp = dict(in_window(samples[bench], since, math.inf)) if bench in samples else {}
+            for t, score in pts:
+                version = ver.get(t, last_version)
+                if score != last_score or version != last_version:
+                    new.setdefault(bench, []).append(
+                        EvalPoint(timestamp=t, spend_dollars=math.nan, score=score, policy_version=version,
+                                  samples=smp.get(t)))
+                last_score, last_version = score, version
+            read[key] = (pts[-1][0], last_score, last_version)
+    if not new:
+        return EvalLog(evals=previous.evals, read=MappingProxyType(read))
+    spend = _Spend([(pts, price) for _, pts, price in _cost_series(store, settings, {})])
+    evals = dict(previous.evals)
+    for bench, points in new.items():
+        placed = [replace(p, spend_dollars=s) for p in points if (s := spend.at(p.timestamp)) is not None]
+        if not placed:  # no cost data yet: an eval with no spend cannot go on the $ axis
+            continue
+        merged = sorted((*evals.get(bench, ()), *placed), key=lambda p: p.timestamp)
+        evals[bench] = tuple(merged[-_MAX_EVALS_PER_BENCHMARK:])
+    return EvalLog(evals=MappingProxyType(evals), read=MappingProxyType(read))
+
+
+# --- store helpers ----------------------------------------------------------------------------
+
+
+def _series(store: Store, target: str, names: Iterable[str]) -> list[Series]:
+    out: list[Series] = []
+    for name in names:
+        out.extend(store.series(target, name))
+    return out
+
+
+def _rate_sum(series: Iterable[Series], start: float, end: float) -> float | None:
+    """Σ PromQL rate over the series; None when none has two points in the window."""
+    total: float | None = None
+    for s in series:
+        r = rate(in_window(s, start, end), start=start, end=end)
+        if r is not None:
+            total = r if total is None else total + r
+    return total
+
+
+def _raw_increase_sum(series: Iterable[Series], start: float, end: float) -> float | None:
+    total: float | None = None
+    for s in series:
+        r = raw_increase(in_window(s, start, end))
+        if r is not None:
+            total = r if total is None else total + r
+    return total
+
+
+def _last(series: Series, start: float, end: float) -> float | None:
+    """The latest value at or before ``end`` if it is newer than ``start``."""
+    p = series.last()
+    if p is None:
+        return None
+    if p[0] > end:
+        pts = in_window(series, start, end)
+        return pts[-1][1] if pts else None
+    return p[1] if p[0] > start else None
+
+
+def _paired_deltas(sum_series: Series, count_series: Series, start: float, end: float
+                   ) -> list[tuple[float, float, float]]:
+    """``(t, Δsum, Δcount)`` between consecutive scrapes with observations; resets read off _count.
+
+    A histogram's ``_sum`` may legitimately fall (negative rewards), so only
+    ``_count`` says whether the process restarted.
+    """
+    counts = dict(in_window(count_series, start, end))
+    out: list[tuple[float, float, float]] = []
+    prev: tuple[float, float] | None = None
+    for t, s in in_window(sum_series, start, end):
+        c = counts.get(t)
+        if c is None:
+            continue
+        if prev is not None:
+            ps, pc = prev
+            ds, dc = (s, c) if c < pc else (s - ps, c - pc)
+            if dc > 0:
+                out.append((t, ds, dc))
+        prev = (s, c)
+    return out
+
+
+def _histogram_pairs(store: Store, target: str, spec: MetricSpec) -> list[tuple[Series, Series]]:
+    """(_sum, _count) series pairs with the same labels."""
+    counts = {tuple(sorted(s.labels.items())): s for s in store.series(target, spec.count)}
+    return [(s, counts[k]) for s in store.series(target, spec.sum)
+            if (k := tuple(sorted(s.labels.items()))) in counts]
+
+
+def _buckets_by_le(store: Store, targets: Iterable[str], spec: MetricSpec) -> list[tuple[float, Series]]:
+    out: list[tuple[float, Series]] = []
+    for target in targets:
+        for s in store.series(target, spec.bucket):
+            le = parse_le(s.labels.get("le", ""))
+            if le is not None:
+                out.append((le, s))
+    return out
+
+
+def _quantiles_over_window(buckets: list[tuple[float, Series]], qs: Sequence[float], start: float, end: float
+                           ) -> list[float | None]:
+    """histogram_quantile(q, sum by (le) (rate(x_bucket[window]))), as PromQL computes it."""
+    by_le: dict[float, float] = {}
+    for le, s in buckets:
+        r = rate(in_window(s, start, end), start=start, end=end)
+        if r is not None:
+            by_le[le] = by_le.get(le, 0.0) + r
+    if not by_le:
+        return [None] * len(qs)
+    pairs = list(by_le.items())
+    return [_finite(histogram_quantile(q, pairs)) for q in qs]
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _rate_slots(per_target: Iterable[list[Series]], start: float, end: float, step: float) -> list[Point]:
+    """The summed rate per time slot ``(start + k*step, start + (k+1)*step]``, as ``(slot end, rate)``.
+
+    Per target, the increases of all its series at each scrape are added and
+    divided by the seconds those scrapes covered in the slot; targets' rates
+    then add up. Slots where no target had data are left out, not zero.
+    """
+    n = max(1, math.ceil((end - start) / step - 1e-9))
+    totals = [0.0] * n
+    seen = [False] * n
+    for series in per_target:
+        inc: dict[float, float] = {}
+        dts: dict[float, float] = {}
+        for s in series:
+            for t, dv, dt in counter_deltas(in_window(s, start, end)):
+                inc[t] = inc.get(t, 0.0) + dv
+                dts[t] = dt
+        if not dts:
+            continue
+        slot_inc = [0.0] * n
+        slot_dt = [0.0] * n
+        for t, dt in dts.items():
+            k = min(n - 1, max(0, math.ceil((t - start) / step - 1e-9) - 1))
+            slot_inc[k] += inc[t]
+            slot_dt[k] += dt
+        for k in range(n):
+            if slot_dt[k] > 0:
+                totals[k] += slot_inc[k] / slot_dt[k]
+                seen[k] = True
+    return [(start + (k + 1) * step, totals[k]) for k in range(n) if seen[k]]
+
+
+# --- targets, roles, cost -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    name: str
+    health: TargetHealth
+    role: str | None
+
+    @property
+    def down(self) -> bool:
+        return self.health.up is False
+
+
+def _roles(store: Store, health: Sequence[TargetHealth], settings: Settings) -> dict[str, str | None]:
+    configured = {t.name: t.role for t in settings.targets}
+    from_health = {h.name: h.role for h in health}
+    names = list(dict.fromkeys((*(h.name for h in health), *store.targets())))
+    roles: dict[str, str | None] = {}
+    for name in names:
+        run_roles = [s.labels.get("role", "") for n in run_info_names() for s in store.series(name, n)]
+        roles[name] = detect_role(configured=configured.get(name) or from_health.get(name),
+                                  run_info_roles=run_roles, names=store.names(name))
+    return roles
+
+
+def _targets(store: Store, health: Sequence[TargetHealth], settings: Settings) -> list[_Target]:
+    roles = _roles(store, health, settings)
+    urls = {t.name: t.url for t in settings.targets}
+    by_name = {h.name: h for h in health}
+    out: list[_Target] = []
+    for name, role in roles.items():
+        h = by_name.get(name)
+        if h is None:  # data with no health report (a replay, a test): up is unknown
+            h = TargetHealth(name=name, url=urls.get(name, ""), role=role, up=None,
+                             series=store.series_count(name), dropped_series=store.dropped_series(name))
+        elif h.role != role:
+            h = replace(h, role=role)
+        out.append(_Target(name, h, role))
+    return out
+
+
+def _cost_series(store: Store, settings: Settings, roles: Mapping[str, str | None]
+                 ) -> list[tuple[str, list[tuple[float, float]], float]]:
+    """(role, all points, price) per GPU-seconds series. Price: config override > exporter's gauge > default.
+
+    The role is the series' ``role`` label (the exporters set it), else the target's role.
+    """
+    out: list[tuple[str, list[tuple[float, float]], float]] = []
+    for target in store.targets():
+        series = _series(store, target, GPU_SECONDS)
+        if not series:
+            continue
+        gauges = {s.labels.get("role"): s.last() for s in store.series(target, schema.GPU_HOUR_PRICE.name)}
+        for s in series:
+            role = s.labels.get("role") or roles.get(target) or "unknown"
+            price = settings.prices.get(role)
+            if price is None:
+                last = gauges.get(s.labels.get("role"))
+                price = last[1] if last is not None and math.isfinite(last[1]) else schema.DEFAULT_GPU_HOUR_PRICE
+            out.append((role, s.points(), price))
+    return out
+
+
+# --- the build ------------------------------------------------------------------------------
+
+
+def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
+                    window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None
+                    ) -> Dashboard:
+    """The Dashboard at ``now`` over ``(now - window_s, now]``, without alerts.
+
+    ``baseline``: the IPD reference the caller pinned (``set_baseline_now``);
+    None means the configured baseline score, else the first eval seen.
+    ``evals``: the caller's running ``EvalLog``; None reads every eval in the store.
+    """
+    start, end = now - window_s, now
+    targets = _targets(store, health, settings)
+    roles = {t.name: t.role for t in targets}
+    live = [t for t in targets if not t.down]
+    th = settings.thresholds
+    if evals is None:
+        evals = observe_evals(store, settings)
+
+    # identity
+    run = model = algorithm = None
+    for t in sorted(targets, key=lambda t: t.role != schema.ROLE_TRAINER):
+        infos = [s for n in run_info_names() for s in store.series(t.name, n)]
+        if infos:
+            labels = infos[0].labels
+            run, model, algorithm = labels.get("run"), labels.get("model"), labels.get("algorithm")
+            break
+    firsts = [times[0] for t in targets if (times := store.scrape_times(t.name))]
+    started_at = min(firsts) if firsts else None
+
+    # trainer
+    names = [t.name for t in targets]
+    policy_versions = [v for t in live for s in store.series(t.name, schema.POLICY_VERSION.name)
+                       if (v := _last(s, start, end)) is not None]
+    policy_version = max(policy_versions) if policy_versions else None
+    steps_per_s = _rate_sum((s for n in names for s in _series(store, n, TRAINER_STEPS)), start, end)
+    trainer_tokens = _rate_sum((s for n in names for s in _series(store, n, TRAINER_TOKENS)), start, end)
+    step_deltas = [d for n in names for su, co in _histogram_pairs(store, n, schema.TRAINER_STEP_SECONDS)
+                   for d in _paired_deltas(su, co, start, end)]
+    step_count = sum(d[2] for d in step_deltas)
+    step_seconds = sum(d[1] for d in step_deltas) / step_count if step_count > 0 else None
+    # The median over the trainer's whole life (cumulative buckets), not the window: the stall rule
+    # scales with it, and a stalled window has no steps to take a median of.
+    step_buckets: dict[float, float] = {}
+    for le, s in _buckets_by_le(store, names, schema.TRAINER_STEP_SECONDS):
+        last = s.last()
+        if last is not None:
+            step_buckets[le] = step_buckets.get(le, 0.0) + last[1]
+    step_median = _finite(histogram_quantile(0.5, list(step_buckets.items())))
+    last_steps = [p[1] for n in names for s in store.series(n, schema.TRAINER_LAST_STEP_TIMESTAMP.name)
+                  if (p := s.last()) is not None and p[1] > 0]
+    since_last_step = max(0.0, now - max(last_steps)) if last_steps else None
+    scalars = {}
+    for key, spec in schema.TRAINER_SCALARS.items():
+        values = [v for t in live for s in store.series(t.name, spec.name) if (v := _last(s, start, end)) is not None]
+        scalars[key] = values[-1] if values else None
+
+    # weight sync
+    sync_buckets = _buckets_by_le(store, names, schema.WEIGHT_SYNC_SECONDS)
+    p50, p90, p99 = _quantiles_over_window(sync_buckets, (0.5, 0.9, 0.99), start, end)
+    sync_pairs = [p for n in names for p in _histogram_pairs(store, n, schema.WEIGHT_SYNC_SECONDS)]
+    sync_count = _raw_increase_sum((co for _, co in sync_pairs), start, end)
+    syncs = sorted((t, ds / dc) for su, co in sync_pairs for t, ds, dc in _paired_deltas(su, co, start, end))
+    sync_last = syncs[-1][1] if syncs else None
+    if sync_last is None and sync_pairs:  # no sync in the window: the last one ever is still news
+        older = sorted((t, ds / dc) for su, co in sync_pairs
+                       for t, ds, dc in _paired_deltas(su, co, -math.inf, end))
+        sync_last = older[-1][1] if older else None
+    sync_bytes = _rate_sum((s for n in names for s in _series(store, n, SYNC_BYTES)), start, end)
+    sync_failures = _raw_increase_sum((s for n in names for s in _series(store, n, SYNC_FAILURES)), start, end)
+
+    # rollout side, per worker
+    by_target_rollouts = {n: _series(store, n, ROLLOUTS) for n in names}
+    rollout_targets = [n for n in names if by_target_rollouts[n]]
+    worker_targets = [t for t in targets if t.role in _WORKER_ROLES or by_target_rollouts[t.name]]
+    rows: list[dict] = []
+    for t in worker_targets:
+        n = t.name
+        tokens = _rate_sum(_series(store, n, ROLLOUT_TOKENS), start, end)
+        if tokens is None:  # an uninstrumented engine's throughput is the tokens it generated
+            tokens = _rate_sum(_series(store, n, ENGINE_TOKENS), start, end)
+        version = None
+        if not t.down:
+            values = [v for s in store.series(n, schema.ROLLOUT_POLICY_VERSION.name)
+                      if (v := _last(s, start, end)) is not None]
+            version = min(values) if values else None
+        reward = [d for su, co in _histogram_pairs(store, n, schema.ROLLOUT_REWARD)
+                  for d in _paired_deltas(su, co, start, end)]
+        reward_n = sum(d[2] for d in reward)
+        rows.append(dict(name=n, role=t.role or schema.ROLE_ROLLOUT, up=t.health.up,
+                         rollouts_per_s=_rate_sum(by_target_rollouts[n], start, end),
+                         tokens_per_s=tokens, policy_version=version,
+                         staleness=None if version is None or policy_version is None
+                         else max(0.0, policy_version - version),
+                         mean_reward=sum(d[1] for d in reward) / reward_n if reward_n > 0 else None))
+    engine_tokens_total = _rate_sum((s for n in names for s in _series(store, n, ENGINE_TOKENS)), start, end)
+
+    rates = [r["rollouts_per_s"] for r in rows if r["rollouts_per_s"] is not None]
+    typical = median(rates) if len(rates) >= 2 else None
+    workers: list[WorkerRow] = []
+    for r in rows:
+        if r["up"] is False:
+            status = "down"
+        elif r["rollouts_per_s"] is None and r["tokens_per_s"] is None:
+            status = "unknown"
+        elif r["staleness"] is not None and r["staleness"] > th.staleness_warn:
+            status = "stale"
+        elif typical and r["rollouts_per_s"] is not None and r["rollouts_per_s"] <= th.rollout_drop_ratio * typical:
+            status = "slow"
+        else:
+            status = "ok"
+        workers.append(WorkerRow(status=status, **r))
+
+    rollout_rate = _sum_known(r["rollouts_per_s"] for r in rows)
+    rollout_tokens = _rate_sum((s for n in names for s in _series(store, n, ROLLOUT_TOKENS)), start, end)
+    errors = _rate_sum((s for n in rollout_targets for s in by_target_rollouts[n]
+                        if s.labels.get("outcome") == "error"), start, end)
+    if errors is None and rollout_rate is not None:
+        errors = 0.0  # rollouts are counted and none of them is an error series: a known zero
+    step = max(2 * settings.interval_s, window_s / _CHART_POINTS)
+    rate_series = _rate_slots((by_target_rollouts[n] for n in rollout_targets), start, end, step)
+    median_slots = _rate_slots((by_target_rollouts[n] for n in rollout_targets), end - MEDIAN_WINDOW_S, end,
+                               max(2 * settings.interval_s, 10.0))
+    rate_median = median(v for _, v in median_slots) if len(median_slots) >= 3 else None
+    staleness = [v for r in rows if (v := r["staleness"]) is not None]
+
+    # engines (vLLM / SGLang)
+    def engine_last(names_: Sequence[str]) -> list[float]:
+        return [v for t in live for s in _series(store, t.name, names_) if (v := _last(s, start, end)) is not None]
+
+    running = engine_last(ENGINE_RUNNING)
+    waiting = engine_last(ENGINE_WAITING)
+    kv = engine_last(ENGINE_KV)
+
+    # GPUs (DCGM): one value per GPU, keyed by host and UUID (or index)
+    util: dict[tuple, float] = {}
+    power: dict[tuple, float] = {}
+    for t in live:
+        for spec, into in ((schema.DCGM_GPU_UTIL, util), (schema.DCGM_POWER_USAGE, power)):
+            for s in store.series(t.name, spec.name):
+                v = _last(s, start, end)
+                if v is not None:
+                    key = (label_ci(s.labels, "hostname") or t.name,
+                           label_ci(s.labels, "uuid") or label_ci(s.labels, "gpu") or "")
+                    into[key] = v
+
+    # cost
+    cost = _cost_series(store, settings, roles)
+    by_role: dict[str, float] = {}
+    for role, pts, price in cost:
+        total = counter_total(pts)
+        if total is not None:
+            by_role[role] = by_role.get(role, 0.0) + total * price / 3600.0
+    spend = sum(by_role.values()) if by_role else None
+    burn: float | None = None
+    for _, pts, price in cost:
+        win = pts[bisect_right(pts, start, key=_time):bisect_right(pts, end, key=_time)]
+        r = rate(win, start=start, end=end)
+        if r is not None:
+            burn = (burn or 0.0) + r * price  # GPU-seconds per second x $/GPU-hour = $/hour
+    tokens_now = rollout_tokens if rollout_tokens is not None else engine_tokens_total
+    per_million = (burn / (tokens_now * 3600.0) * 1e6 if burn is not None and tokens_now else None)
+
+    # intelligence per dollar
+    bench = evals.primary(settings.primary_benchmark)
+    curve = evals.evals.get(bench, ()) if bench is not None else ()
+    curve = tuple(p for p in curve if p.timestamp <= end)
+    latest = curve[-1] if curve else None
+    if baseline is None:
+        if settings.baseline_score is not None:
+            spend0 = settings.baseline_spend_dollars if settings.baseline_spend_dollars is not None else 0.0
+            baseline = Baseline(score=settings.baseline_score, spend_dollars=spend0)
+        elif curve:
+            baseline = Baseline(score=curve[0].score, spend_dollars=curve[0].spend_dollars,
+                                timestamp=curve[0].timestamp)
+    ipd = None
+    if baseline is not None and latest is not None and spend is not None and (
+            baseline.timestamp is None or latest.timestamp > baseline.timestamp):
+        spent = spend - baseline.spend_dollars
+        if spent > 0:
+            ipd = (latest.score - baseline.score) / spent * 1000.0
+    last_k = curve[-settings.marginal_k:] if settings.marginal_k >= 2 else ()
+    slope = least_squares_slope([p.spend_dollars for p in last_k], [p.score for p in last_k])
+    marginal = slope * 1000.0 if slope is not None else None
+    per_point = 1.0 / slope if slope is not None and slope > 0 else None
+
+    return Dashboard(
+        now=now, window_s=window_s, interval_s=settings.interval_s,
+        run=run, model=model, algorithm=algorithm, started_at=started_at,
+        targets=tuple(t.health for t in targets), workers=tuple(workers),
+        rollout_rate_per_s=rollout_rate, rollout_tokens_per_s=rollout_tokens,
+        rollout_rate_median_10m=rate_median, rollout_error_rate_per_s=errors,
+        engine_tokens_per_s=engine_tokens_total,
+        engine_requests_running=sum(running) if running else None,
+        engine_queue_depth=sum(waiting) if waiting else None,
+        engine_kv_cache_usage=max(kv) if kv else None,
+        weight_sync_p50_s=p50, weight_sync_p90_s=p90, weight_sync_p99_s=p99,
+        weight_sync_last_s=sync_last,
+        weight_sync_max_s=max(v for _, v in syncs) if syncs else None,
+        weight_sync_count=sync_count, weight_sync_bytes_per_s=sync_bytes, weight_sync_failures=sync_failures,
+        policy_version=policy_version,
+        staleness_max=max(staleness) if staleness else None,
+        staleness_mean=mean(staleness),
+        steps_per_s=steps_per_s, step_seconds=step_seconds, step_seconds_median=step_median,
+        seconds_since_last_step=since_last_step, trainer_tokens_per_s=trainer_tokens,
+        loss=scalars["loss"], kl=scalars["kl"], entropy=scalars["entropy"], grad_norm=scalars["grad_norm"],
+        learning_rate=scalars["learning_rate"],
+        gpu_util_percent=mean(util.values()), gpu_power_watts=sum(power.values()) if power else None,
+        spend_dollars=spend, spend_by_role=tuple(sorted(by_role.items())), burn_dollars_per_hour=burn,
+        dollars_per_million_rollout_tokens=per_million,
+        benchmark=bench, score=latest.score if latest else None,
+        baseline_score=baseline.score if baseline else None,
+        baseline_spend_dollars=baseline.spend_dollars if baseline else None,
+        eval_samples=latest.samples if latest else None,
+        ipd_points_per_kilodollar=ipd, marginal_ipd_points_per_kilodollar=marginal,
+        dollars_per_next_point=per_point,
+        eval_curve=curve, rollout_rate_series=tuple(rate_series),
+        weight_sync_series=tuple(syncs), sync_events=tuple(t for t, _ in syncs),
+    )
+
+
+def _sum_known(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None

@@ -1,0 +1,410 @@
+"""build_dashboard over a hand-made store: every number against arithmetic done by hand.
+
+The scenario: scrapes every 10 s from t=1000 to t=1300, window 300 s, so the
+window (1000, 1300] holds the 30 points t=1010..1300. Counters are linear in
+t with a large offset, so PromQL extrapolates by the full 10 s gap at the
+start and rate() is exactly the slope (factor (290 + 10) / 290, divided by
+300). Step-shaped counters (weight syncs) get the same factor: rate = raw
+increase / 290.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+from exporters import schema
+from monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
+from monitor.dashboard import TargetHealth
+from monitor.parse import Sample
+from monitor.settings import Settings, Target
+from monitor.store import Store
+
+T0, NOW, WINDOW, DT = 1000.0, 1300.0, 300.0, 10.0
+SYNC_TIMES = (1060.0, 1120.0, 1180.0, 1240.0, 1300.0)
+SYNC_SECONDS = (1.0, 2.0, 3.0, 4.0, 5.0)
+EVALS = ((1000.0, 0.40, 5.0), (1100.0, 0.45, 7.0), (1200.0, 0.47, 9.0))  # (t, score, version)
+
+Gen = Callable[[float], list[Sample]]
+
+
+def S(name: str, value: float, **labels: str) -> Sample:
+    return Sample(name, labels, float(value))
+
+
+def histogram(spec: schema.MetricSpec, observations: list[float], **labels: str) -> list[Sample]:
+    out = [S(spec.bucket, sum(1 for o in observations if o <= le), le=_le(le), **labels) for le in spec.buckets]
+    out.append(S(spec.bucket, len(observations), le="+Inf", **labels))
+    out.append(S(spec.count, len(observations), **labels))
+    out.append(S(spec.sum, sum(observations), **labels))
+    return out
+
+
+def _le(x: float) -> str:
+    return "+Inf" if x == math.inf else repr(float(x))
+
+
+def trainer(t: float) -> list[Sample]:
+    r = t - T0
+    steps = 500 + 0.5 * r
+    syncs = [0.3] * 20 + [d for ts, d in zip(SYNC_TIMES, SYNC_SECONDS) if ts <= t]
+    out = [
+        S(schema.RUN_INFO.name, 1, run="run-1", model="qwen-7b", algorithm="grpo", role="trainer"),
+        S(schema.TRAINER_STEPS.name, steps),
+        S(schema.TRAINER_LAST_STEP_TIMESTAMP.name, t - 1),
+        S(schema.POLICY_VERSION.name, 10),
+        S(schema.LOSS.name, 0.25),
+        S(schema.WEIGHT_SYNC_BYTES.name, 1e9 * len(syncs)),
+        S(schema.WEIGHT_SYNC_FAILURES.name, 3 + (1 if t >= 1150 else 0)),
+        S(schema.GPU_SECONDS.name, 8 * (r + 3600), role="trainer"),
+        S(schema.GPU_HOUR_PRICE.name, 3.0, role="trainer"),
+        S(schema.TRAINER_STEP_SECONDS.count, steps),
+        S(schema.TRAINER_STEP_SECONDS.sum, 2.0 * steps),
+    ]
+    for le in schema.TRAINER_STEP_SECONDS.buckets:
+        out.append(S(schema.TRAINER_STEP_SECONDS.bucket, steps if le >= 2.5 else 0, le=_le(le)))
+    out.append(S(schema.TRAINER_STEP_SECONDS.bucket, steps, le="+Inf"))
+    return out + histogram(schema.WEIGHT_SYNC_SECONDS, syncs)
+
+
+def worker(ok_rate: float, err_rate: float, tok_rate: float, version: float) -> Gen:
+    def gen(t: float) -> list[Sample]:
+        r = t - T0
+        ok = 100 + ok_rate * r
+        err = 5 + err_rate * r
+        out = [
+            S(schema.RUN_INFO.name, 1, run="run-1", model="qwen-7b", algorithm="grpo", role="rollout"),
+            S(schema.ROLLOUTS.name, ok, env="math", outcome="ok"),
+            S(schema.ROLLOUT_TOKENS.name, 1e5 + tok_rate * r, env="math"),
+            S(schema.ROLLOUT_POLICY_VERSION.name, version),
+            S(schema.GPU_SECONDS.name, 4 * (r + 100), role="rollout"),
+            S(schema.GPU_HOUR_PRICE.name, 2.0, role="rollout"),
+            S(schema.ROLLOUT_REWARD.count, ok + err, env="math"),
+            S(schema.ROLLOUT_REWARD.sum, 0.5 * (ok + err), env="math"),
+        ]
+        if err_rate:
+            out.append(S(schema.ROLLOUTS.name, err, env="math", outcome="error"))
+        return out
+    return gen
+
+
+def evaluator(t: float) -> list[Sample]:
+    current = [e for e in EVALS if e[0] <= t][-1]
+    return [
+        S(schema.RUN_INFO.name, 1, run="run-1", model="qwen-7b", algorithm="grpo", role="eval"),
+        S(schema.EVAL_SCORE.name, current[1], benchmark="gsm8k"),
+        S(schema.EVAL_POLICY_VERSION.name, current[2], benchmark="gsm8k"),
+        S(schema.EVAL_SAMPLES.name, 1319, benchmark="gsm8k"),
+    ]
+
+
+def dcgm(t: float) -> list[Sample]:
+    return [
+        S("DCGM_FI_DEV_GPU_UTIL", 80, gpu="0", UUID="GPU-a", Hostname="node-1"),
+        S("DCGM_FI_DEV_GPU_UTIL", 60, gpu="1", UUID="GPU-b", Hostname="node-1"),
+        S("DCGM_FI_DEV_POWER_USAGE", 300, gpu="0", UUID="GPU-a", Hostname="node-1"),
+        S("DCGM_FI_DEV_POWER_USAGE", 250, gpu="1", UUID="GPU-b", Hostname="node-1"),
+    ]
+
+
+def vllm(t: float) -> list[Sample]:
+    r = t - T0
+    labels = {"model_name": "qwen-7b", "engine": "0"}
+    return [
+        Sample("vllm:generation_tokens_total", labels, 1e6 + 2000 * r),
+        Sample("vllm:num_requests_running", labels, 8.0),
+        Sample("vllm:num_requests_waiting", labels, 3.0),
+        Sample("vllm:kv_cache_usage_perc", labels, 0.4),
+    ]
+
+
+SCENARIO: dict[str, Gen] = {
+    "trainer": trainer,
+    "w1": worker(2.0, 0.1, 1000.0, 9.0),
+    "w2": worker(1.0, 0.0, 500.0, 7.0),
+    "eval": evaluator,
+    "dcgm": dcgm,
+    "vllm": vllm,
+}
+
+
+def fill(store: Store, gens: dict[str, Gen], *, start: float = T0, end: float = NOW, dt: float = DT) -> Store:
+    n = int(round((end - start) / dt))
+    for i in range(n + 1):
+        t = start + i * dt
+        for name, gen in gens.items():
+            store.ingest(name, t, gen(t))
+    return store
+
+
+def up(*names: str) -> tuple[TargetHealth, ...]:
+    return tuple(TargetHealth(name=n, url=f"http://{n}/metrics", role=None, up=True) for n in names)
+
+
+@pytest.fixture(scope="module")
+def dash():
+    store = fill(Store(), SCENARIO)
+    return build_dashboard(store, up(*SCENARIO), Settings(), now=NOW, window_s=WINDOW)
+
+
+# Spend of the scenario at t (seconds since T0): trainer 8 GPUs at $3 with 3600 s banked,
+# two workers 4 GPUs each at $2 with 100 s banked.
+def spend_at(r: float) -> float:
+    return 8 * (r + 3600) * 3.0 / 3600 + 2 * 4 * (r + 100) * 2.0 / 3600
+
+
+def test_identity_and_roles(dash) -> None:
+    assert (dash.run, dash.model, dash.algorithm) == ("run-1", "qwen-7b", "grpo")
+    roles = {t.name: t.role for t in dash.targets}
+    assert roles == {"trainer": "trainer", "w1": "rollout", "w2": "rollout", "eval": "eval", "dcgm": "gpu",
+                     "vllm": "engine"}
+    assert dash.started_at == T0
+    assert dash.uptime_s == 300.0
+
+
+def test_rollout_rates_total_and_per_worker(dash) -> None:
+    assert dash.rollout_rate_per_s == pytest.approx(2.1 + 1.0)
+    assert dash.rollout_tokens_per_s == pytest.approx(1500.0)
+    assert dash.rollout_error_rate_per_s == pytest.approx(0.1)
+    rows = {w.name: w for w in dash.workers}
+    assert set(rows) == {"w1", "w2", "vllm"}
+    assert rows["w1"].rollouts_per_s == pytest.approx(2.1)
+    assert rows["w1"].tokens_per_s == pytest.approx(1000.0)
+    assert rows["w1"].mean_reward == pytest.approx(0.5)
+    assert rows["w2"].rollouts_per_s == pytest.approx(1.0)
+    assert rows["vllm"].role == "engine"
+    assert rows["vllm"].rollouts_per_s is None
+    assert rows["vllm"].tokens_per_s == pytest.approx(2000.0)
+
+
+def test_rollout_rate_series_and_ten_minute_median(dash) -> None:
+    assert dash.rollout_rate_series, "a chart series over the window"
+    assert all(v == pytest.approx(3.1) for _, v in dash.rollout_rate_series)
+    assert all(T0 < t <= NOW for t, _ in dash.rollout_rate_series)
+    assert dash.rollout_rate_median_10m == pytest.approx(3.1)
+
+
+def test_staleness_and_worker_status(dash) -> None:
+    assert dash.policy_version == 10
+    rows = {w.name: w for w in dash.workers}
+    assert rows["w1"].staleness == 1 and rows["w2"].staleness == 3
+    assert dash.staleness_max == 3
+    assert dash.staleness_mean == 2
+    assert rows["w1"].status == "ok"
+    assert rows["w2"].status == "stale"  # 3 versions behind > warn at 2
+
+
+def test_weight_sync(dash) -> None:
+    # Bucket increases in the window: <=1: 1, <=2: 2, <=5: 5, +Inf: 5 (one factor for all, it cancels).
+    assert dash.weight_sync_p50_s == pytest.approx(2.5)  # rank 2.5: 0.5 of 3 into (2, 5]
+    assert dash.weight_sync_p90_s == pytest.approx(4.5)
+    assert dash.weight_sync_p99_s == pytest.approx(4.95)
+    assert dash.weight_sync_count == 5
+    assert dash.weight_sync_last_s == pytest.approx(5.0)
+    assert dash.weight_sync_max_s == pytest.approx(5.0)
+    assert [v for _, v in dash.weight_sync_series] == pytest.approx(list(SYNC_SECONDS))
+    assert dash.sync_events == SYNC_TIMES
+    assert dash.weight_sync_bytes_per_s == pytest.approx(5e9 / 290)  # raw 5e9 x (300/290) / 300
+    assert dash.weight_sync_failures == 1
+
+
+def test_trainer(dash) -> None:
+    assert dash.steps_per_s == pytest.approx(0.5)
+    assert dash.step_seconds == pytest.approx(2.0)
+    assert dash.step_seconds_median == pytest.approx(1.75)  # all in (1, 2.5]: half way
+    assert dash.seconds_since_last_step == pytest.approx(1.0)
+    assert dash.loss == 0.25
+    assert dash.kl is None  # never reported: unknown, not 0
+
+
+def test_engines_and_gpus(dash) -> None:
+    assert dash.engine_tokens_per_s == pytest.approx(2000.0)
+    assert dash.engine_requests_running == 8
+    assert dash.engine_queue_depth == 3
+    assert dash.engine_kv_cache_usage == 0.4
+    assert dash.gpu_util_percent == pytest.approx(70.0)
+    assert dash.gpu_power_watts == pytest.approx(550.0)
+
+
+def test_cost(dash) -> None:
+    assert dash.spend_dollars == pytest.approx(spend_at(300))
+    assert dict(dash.spend_by_role) == pytest.approx({"trainer": 8 * 3900 * 3 / 3600, "rollout": 2 * 4 * 400 * 2 / 3600})
+    assert dash.burn_dollars_per_hour == pytest.approx(8 * 3.0 + 2 * 4 * 2.0)  # 40 $/h
+    assert dash.dollars_per_million_rollout_tokens == pytest.approx(40 / (1500 * 3600) * 1e6)
+
+
+def test_intelligence_per_dollar(dash) -> None:
+    assert dash.benchmark == "gsm8k"
+    assert dash.score == 0.47
+    assert dash.eval_samples == 1319
+    assert [(p.timestamp, p.score, p.policy_version) for p in dash.eval_curve] == list(EVALS)
+    assert [p.spend_dollars for p in dash.eval_curve] == pytest.approx([spend_at(0), spend_at(100), spend_at(200)])
+    assert dash.baseline_score == 0.40
+    assert dash.baseline_spend_dollars == pytest.approx(spend_at(0))
+    # (0.47 - 0.40) / (spend now - spend at the baseline) x 1000
+    assert dash.ipd_points_per_kilodollar == pytest.approx(0.07 / (spend_at(300) - spend_at(0)) * 1000)
+    # Least squares on 3 equally spaced spends h apart: slope = (y3 - y1) / (2h)
+    h = spend_at(100) - spend_at(0)
+    slope = (0.47 - 0.40) / (2 * h)
+    assert dash.marginal_ipd_points_per_kilodollar == pytest.approx(slope * 1000)
+    assert dash.dollars_per_next_point == pytest.approx(1 / slope)
+
+
+def test_empty_store_is_all_unknown() -> None:
+    d = build_dashboard(Store(), (), Settings(), now=NOW, window_s=WINDOW)
+    for name in ("rollout_rate_per_s", "rollout_tokens_per_s", "rollout_rate_median_10m", "weight_sync_p99_s",
+                 "weight_sync_count", "staleness_max", "steps_per_s", "seconds_since_last_step", "spend_dollars",
+                 "burn_dollars_per_hour", "ipd_points_per_kilodollar", "marginal_ipd_points_per_kilodollar",
+                 "dollars_per_next_point", "score", "gpu_util_percent", "engine_queue_depth", "started_at"):
+        assert getattr(d, name) is None, name
+    assert d.targets == () and d.workers == () and d.eval_curve == ()
+
+
+def test_empty_window_is_unknown_not_zero() -> None:
+    store = fill(Store(), SCENARIO)
+    d = build_dashboard(store, (), Settings(), now=NOW + 3600, window_s=60)  # an hour after the last scrape
+    assert d.rollout_rate_per_s is None
+    assert d.steps_per_s is None
+    assert d.weight_sync_p99_s is None
+    assert d.weight_sync_count is None
+    assert d.staleness_max is None
+    assert d.burn_dollars_per_hour is None
+    assert d.weight_sync_last_s == pytest.approx(5.0)  # the last sync ever is still known
+    assert d.seconds_since_last_step == pytest.approx(3601.0)
+    assert d.spend_dollars == pytest.approx(spend_at(300))  # money spent stays spent
+
+
+def test_worker_restart_is_a_counter_reset() -> None:
+    def restarting(t: float) -> list[Sample]:
+        # 2 rollouts/s; the process restarts at t=1150 and counts from zero again.
+        v = 1000 + 2 * (t - T0) if t < 1150 else 2 * (t - 1150)
+        return [S(schema.ROLLOUTS.name, v, env="math", outcome="ok"), S(schema.ROLLOUT_POLICY_VERSION.name, 1)]
+
+    store = fill(Store(), {"w": restarting})
+    d = build_dashboard(store, (), Settings(), now=NOW, window_s=WINDOW)
+    # Raw increase: 1010..1140 grows 260, then 0..300 -> (1280 - 1020) + 300 = 560 over 290 s sampled,
+    # extrapolated x 300/290: rate = 560 / 290.
+    assert d.rollout_rate_per_s == pytest.approx(560 / 290)
+    # Per slot: 2/s everywhere but the scrape that saw the restart, which counts only the new value (0).
+    by_t = dict(d.rollout_rate_series)
+    assert by_t.pop(1150.0) == 0.0
+    assert all(v == pytest.approx(2.0) for v in by_t.values())
+
+
+def test_single_eval_has_no_ipd_yet() -> None:
+    store = fill(Store(), {"trainer": trainer, "eval": lambda t: evaluator(T0)})
+    d = build_dashboard(store, (), Settings(), now=NOW, window_s=WINDOW)
+    assert d.score == 0.40 and d.baseline_score == 0.40
+    assert len(d.eval_curve) == 1
+    assert d.ipd_points_per_kilodollar is None  # no eval after the baseline: no evidence yet
+    assert d.marginal_ipd_points_per_kilodollar is None
+    assert d.dollars_per_next_point is None
+
+
+def test_configured_baseline_and_passed_baseline() -> None:
+    store = fill(Store(), {"trainer": trainer, "eval": lambda t: evaluator(T0)})
+    d = build_dashboard(store, (), Settings(baseline_score=0.30, baseline_spend_dollars=20.0), now=NOW,
+                        window_s=WINDOW)
+    assert d.ipd_points_per_kilodollar == pytest.approx((0.40 - 0.30) / (26.0 - 20.0) * 1000)
+    d = build_dashboard(store, (), Settings(), now=NOW, window_s=WINDOW,
+                        baseline=Baseline(score=0.35, spend_dollars=25.0))
+    assert d.baseline_score == 0.35
+    assert d.ipd_points_per_kilodollar == pytest.approx((0.40 - 0.35) / (26.0 - 25.0) * 1000)
+
+
+def test_flat_scores_give_no_dollars_per_point() -> None:
+    flat = ((1000.0, 0.5, 1.0), (1100.0, 0.5, 2.0), (1200.0, 0.5, 3.0))
+
+    def ev(t: float) -> list[Sample]:
+        cur = [e for e in flat if e[0] <= t][-1]
+        return [S(schema.EVAL_SCORE.name, cur[1], benchmark="b"), S(schema.EVAL_POLICY_VERSION.name, cur[2],
+                                                                    benchmark="b")]
+
+    store = fill(Store(), {"trainer": trainer, "eval": ev})
+    d = build_dashboard(store, (), Settings(), now=NOW, window_s=WINDOW)
+    assert len(d.eval_curve) == 3  # same score, new policy version: still a new eval
+    assert d.marginal_ipd_points_per_kilodollar == pytest.approx(0.0, abs=1e-12)
+    assert d.dollars_per_next_point is None
+
+
+def test_eval_log_is_incremental_and_outlives_the_ring_buffer() -> None:
+    store = Store(capacity=5)
+    settings = Settings()
+    log = EvalLog()
+    for i in range(31):
+        t = T0 + i * DT
+        store.ingest("trainer", t, trainer(t))
+        store.ingest("eval", t, evaluator(t))
+        log = observe_evals(store, settings, previous=log)
+    assert [p.score for p in log.evals["gsm8k"]] == [0.40, 0.45, 0.47]
+    d = build_dashboard(store, (), settings, now=NOW, window_s=WINDOW, evals=log)
+    assert [p.score for p in d.eval_curve] == [0.40, 0.45, 0.47]
+    # Without the log, only what the 5-point buffer still holds is visible.
+    assert len(build_dashboard(store, (), settings, now=NOW, window_s=WINDOW).eval_curve) == 1
+
+
+def test_weight_sync_inf_only_histogram_is_unknown() -> None:
+    def inf_only(t: float) -> list[Sample]:
+        n = int((t - T0) // 60)
+        return [S(schema.WEIGHT_SYNC_SECONDS.bucket, n, le="+Inf"), S(schema.WEIGHT_SYNC_SECONDS.count, n),
+                S(schema.WEIGHT_SYNC_SECONDS.sum, 2.0 * n)]
+
+    d = build_dashboard(fill(Store(), {"t": inf_only}), (), Settings(), now=NOW, window_s=WINDOW)
+    assert d.weight_sync_p50_s is None and d.weight_sync_p99_s is None
+    assert d.weight_sync_count == 5  # the count is still known
+    assert d.weight_sync_last_s == pytest.approx(2.0)
+
+
+def test_syncs_slower_than_the_last_bucket_report_the_highest_finite_bound() -> None:
+    def slow(t: float) -> list[Sample]:
+        n = int((t - T0) // 60)
+        return histogram(schema.WEIGHT_SYNC_SECONDS, [400.0] * n)
+
+    d = build_dashboard(fill(Store(), {"t": slow}), (), Settings(), now=NOW, window_s=WINDOW)
+    assert d.weight_sync_p99_s == 300.0
+
+
+def test_down_target_is_not_a_current_reading() -> None:
+    store = fill(Store(), SCENARIO)
+    health = up("trainer", "w1", "eval", "dcgm", "vllm") + (
+        TargetHealth(name="w2", url="http://w2/metrics", role=None, up=False, error="connection refused"),)
+    d = build_dashboard(store, health, Settings(), now=NOW, window_s=WINDOW)
+    rows = {w.name: w for w in d.workers}
+    assert rows["w2"].status == "down"
+    assert rows["w2"].policy_version is None
+    assert d.staleness_max == 1  # only w1 is current
+    assert {t.name: t.error for t in d.targets}["w2"] == "connection refused"
+
+
+def test_price_override_and_counters_without_total_and_ray_engine() -> None:
+    def plain(t: float) -> list[Sample]:
+        r = t - T0
+        return [S("posttrain_rollouts", 10 + 3 * r, env="e", outcome="ok"),  # no _total
+                S("posttrain_gpu_seconds", 2 * (r + 50), role="rollout"),
+                S(schema.GPU_HOUR_PRICE.name, 2.0, role="rollout")]
+
+    def ray(t: float) -> list[Sample]:
+        return [S("ray_vllm_generation_tokens_total", 5e5 + 700 * (t - T0), model_name="m"),
+                S("ray_vllm_num_requests_waiting", 4)]
+
+    settings = Settings(prices={"rollout": 5.0}, targets=(Target(name="r", url="http://r/metrics"),))
+    d = build_dashboard(fill(Store(), {"w": plain, "r": ray}), (), settings, now=NOW, window_s=WINDOW)
+    assert d.rollout_rate_per_s == pytest.approx(3.0)
+    assert d.burn_dollars_per_hour == pytest.approx(2 * 5.0)  # the override beats the exporter's $2
+    assert d.spend_dollars == pytest.approx(2 * 350 * 5.0 / 3600)
+    assert d.engine_tokens_per_s == pytest.approx(700.0)
+    assert d.engine_queue_depth == 4
+    assert {t.name: t.role for t in d.targets}["r"] == "engine"
+
+
+def test_spend_survives_a_cost_counter_reset() -> None:
+    def restarted(t: float) -> list[Sample]:
+        r = t - T0
+        gs = 4 * (r + 100) if t < 1150 else 4 * (t - 1150)
+        return [S(schema.GPU_SECONDS.name, gs, role="rollout"), S(schema.GPU_HOUR_PRICE.name, 3.0, role="rollout")]
+
+    d = build_dashboard(fill(Store(), {"w": restarted}), (), Settings(), now=NOW, window_s=WINDOW)
+    # Before the restart: 4 x (140 + 100) = 960 GPU-s at t=1140; after: 4 x 150 = 600.
+    assert d.spend_dollars == pytest.approx((960 + 600) * 3.0 / 3600)
