@@ -20,12 +20,11 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
 import httpx
 
 from monitor import parse as _parse
 from monitor.dashboard import TargetHealth
+from monitor.parse import ExpositionParser, Sample
 from monitor.settings import Settings, Target
 from monitor.store import Store
 from monitor.text import safe
@@ -99,7 +98,8 @@ def _connect_message(exc: Exception) -> str:
     """Why a connection failed, in a few words, from the root cause httpx wraps."""
     for cause in _causes(exc):
         if isinstance(cause, ssl.SSLCertVerificationError):
-            return f"TLS: {cause.verify_message or 'certificate verify failed'}"
+            detail = f": {cause.verify_message}" if cause.verify_message else ""
+            return f"TLS certificate verify failed{detail}"
         if isinstance(cause, ssl.SSLError):
             return f"TLS: {cause.reason or cause}"
         if isinstance(cause, socket.gaierror):
@@ -160,7 +160,7 @@ class _BearerTokenFile(httpx.Auth):
 @dataclass(slots=True)
 class _TargetState:
     target: Target
-    parser: Any
+    parser: ExpositionParser
     auth: httpx.Auth | None
     tls_key: tuple[bool, str | None]
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -174,7 +174,7 @@ class _TargetState:
     failures: int = 0  # consecutive failed scrapes, for backoff
 
 
-def _decode_and_parse(parser: Any, body: bytes, openmetrics: bool) -> list[Any]:
+def _decode_and_parse(parser: ExpositionParser, body: bytes, openmetrics: bool) -> list[Sample]:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -234,7 +234,7 @@ class Scraper:
                 auth = _BearerTokenFile(t.bearer_token_file)
             elif t.basic_auth:
                 auth = httpx.BasicAuth(*t.basic_auth)
-            parser = _parse.ExpositionParser(max_label_value_length=max_label_value_length)
+            parser = ExpositionParser(max_label_value_length=max_label_value_length)
             key = (True, None) if transport is not None else (t.verify_tls, t.ca_file)
             self._states.append(_TargetState(target=t, parser=parser, auth=auth, tls_key=key))
         self._clients: dict[tuple[bool, str | None], httpx.AsyncClient | str] = {}
