@@ -28,9 +28,12 @@ from exporters.cost import Clock, GpuCostCollector, GpuMeter
 from exporters.schema import EXPORTER_ERRORS, RUN_INFO
 
 __all__ = ["RunInfoCollector", "ProcessMetrics", "process_metrics", "BaseExporter", "as_number",
-           "as_count"]
+           "as_count", "MAX_INT"]
 
 log = logging.getLogger("exporters")
+
+# Integers beyond this are refused: they would not survive float() (OverflowError) or lose all precision.
+MAX_INT = 2**63
 
 def as_number(value: object) -> float | None:
     """A finite real number, or None. Accepts numpy/torch scalars via ``float()``; refuses bool and str."""
@@ -38,7 +41,7 @@ def as_number(value: object) -> float | None:
     if kind is float:
         return value if -math.inf < value < math.inf else None  # type: ignore[return-value,operator]
     if kind is int:
-        return value  # type: ignore[return-value]
+        return value if -MAX_INT < value < MAX_INT else None  # type: ignore[return-value,operator]
     if kind is bool or isinstance(value, (str, bytes)):
         return None
     try:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry
 
 from exporters import _build
-from exporters._identity import BaseExporter, as_count, as_number
+from exporters._identity import MAX_INT, BaseExporter, as_count, as_number
 from exporters.cost import Clock
 from exporters.schema import (
     ROLE_ROLLOUT,
@@ -101,7 +101,7 @@ class RolloutExporter(BaseExporter):
             inc_rollouts, inc_tokens, observe_seconds, observe_reward = children
             inc_rollouts(1)
             bad = False
-            if type(tokens) is int and tokens >= 0:
+            if type(tokens) is int and 0 <= tokens < MAX_INT:
                 inc_tokens(tokens)
             else:
                 checked = as_count(tokens)

@@ -28,7 +28,7 @@ from types import TracebackType
 from prometheus_client import CollectorRegistry
 
 from exporters import _build
-from exporters._identity import BaseExporter, as_count, as_number
+from exporters._identity import MAX_INT, BaseExporter, as_count, as_number
 from exporters.cost import Clock
 from exporters.schema import (
     POLICY_VERSION,
@@ -149,7 +149,7 @@ class TrainerExporter(BaseExporter):
         try:
             bad = False
             if tokens is not None:
-                checked = tokens if type(tokens) is int and tokens >= 0 else as_count(tokens)
+                checked = tokens if type(tokens) is int and 0 <= tokens < MAX_INT else as_count(tokens)
                 if checked is None:
                     bad = True
                 else:

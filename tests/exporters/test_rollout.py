@@ -1,0 +1,204 @@
+"""RolloutExporter on fresh registries: recording, bad values, buckets, and exact totals under threads."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from exporters import RolloutExporter, TrainerExporter
+from exporters.schema import (
+    DEFAULT_REWARD_BUCKETS,
+    ROLLOUT_OUTCOMES,
+    ROLLOUT_POLICY_VERSION,
+    ROLLOUT_REWARD,
+    ROLLOUT_SECONDS,
+    ROLLOUT_TOKENS,
+    ROLLOUTS,
+    RUN_INFO,
+)
+from tests.exporters.helpers import FakeClock, errors, value
+
+
+def make(**kwargs: object) -> RolloutExporter:
+    options = dict(run="r1", model="qwen3-8b", algorithm="grpo", gpus=2, gpu_hour_price=3.0, clock=FakeClock())
+    options.update(kwargs)
+    return RolloutExporter(**options)  # type: ignore[arg-type]
+
+
+def test_record_rollout_all_values() -> None:
+    rollout = make()
+    rollout.record_rollout(env="math", tokens=812, reward=1.0, seconds=3.2, policy_version=7, outcome="ok")
+    rollout.record_rollout(env="math", tokens=100, reward=-0.5, seconds=0.2, policy_version=7, outcome="truncated")
+    rollout.record_rollout(env="code", tokens=50, outcome="error")
+    reg = rollout.registry
+    assert value(reg, ROLLOUTS, env="math", outcome="ok") == 1
+    assert value(reg, ROLLOUTS, env="math", outcome="truncated") == 1
+    assert value(reg, ROLLOUTS, env="code", outcome="error") == 1
+    assert value(reg, ROLLOUT_TOKENS, env="math") == 912
+    assert value(reg, ROLLOUT_TOKENS, env="code") == 50
+    assert value(reg, ROLLOUT_SECONDS, "_count", env="math") == 2
+    assert value(reg, ROLLOUT_SECONDS, "_sum", env="math") == pytest.approx(3.4)
+    assert value(reg, ROLLOUT_SECONDS, "_bucket", env="math", le="0.25") == 1
+    assert value(reg, ROLLOUT_SECONDS, "_bucket", env="math", le="5.0") == 2
+    assert value(reg, ROLLOUT_SECONDS, "_count", env="code") == 0  # seconds were optional and not given
+    assert value(reg, ROLLOUT_REWARD, "_bucket", env="math", le="-0.5") == 1
+    assert value(reg, ROLLOUT_REWARD, "_bucket", env="math", le="0.9") == 1
+    assert value(reg, ROLLOUT_REWARD, "_bucket", env="math", le="1.0") == 2
+    assert value(reg, ROLLOUT_POLICY_VERSION) == 7
+    assert errors(reg, "record_rollout") == 0
+
+
+def test_every_outcome_of_the_contract_is_accepted() -> None:
+    rollout = make()
+    for outcome in ROLLOUT_OUTCOMES:
+        rollout.record_rollout(env="math", tokens=1, outcome=outcome)
+    assert [value(rollout.registry, ROLLOUTS, env="math", outcome=o) for o in ROLLOUT_OUTCOMES] == [1] * 4
+
+
+@pytest.mark.parametrize("labels", [{"env": "", "outcome": "ok"}, {"env": 3, "outcome": "ok"},
+                                    {"env": ["math"], "outcome": "ok"}, {"env": "math", "outcome": "weird"},
+                                    {"env": "math", "outcome": None}])
+def test_bad_labels_drop_the_whole_rollout(labels: dict) -> None:
+    rollout = make()
+    rollout.record_rollout(tokens=10, reward=1.0, seconds=1.0, **labels)
+    reg = rollout.registry
+    assert errors(reg, "record_rollout") == 1
+    assert value(reg, ROLLOUT_TOKENS, env="math") is None
+    assert value(reg, ROLLOUTS, env="math", outcome="ok") is None
+
+
+@pytest.mark.parametrize(("bad", "kept_tokens", "kept_seconds", "kept_rewards"), [
+    ({"tokens": -3}, 0, 1, 1),
+    ({"tokens": math.nan}, 0, 1, 1),
+    ({"tokens": "812"}, 0, 1, 1),
+    ({"tokens": 10**30}, 0, 1, 1),
+    ({"seconds": -1.0}, 10, 0, 1),
+    ({"seconds": math.inf}, 10, 0, 1),
+    ({"reward": math.nan}, 10, 1, 0),
+    ({"reward": "good"}, 10, 1, 0),
+    ({"policy_version": -1}, 10, 1, 1),
+])
+def test_bad_values_are_dropped_one_by_one(bad: dict, kept_tokens: int, kept_seconds: int,
+                                           kept_rewards: int) -> None:
+    rollout = make()
+    rollout.record_rollout(**{"env": "math", "tokens": 10, "reward": 0.5, "seconds": 1.0, **bad})
+    reg = rollout.registry
+    assert errors(reg, "record_rollout") == 1
+    assert value(reg, ROLLOUTS, env="math", outcome="ok") == 1  # the rollout happened
+    assert value(reg, ROLLOUT_TOKENS, env="math") == kept_tokens
+    assert value(reg, ROLLOUT_SECONDS, "_count", env="math") == kept_seconds
+    assert value(reg, ROLLOUT_REWARD, "_count", env="math") == kept_rewards
+
+
+def test_int_and_numpy_like_values_take_the_slow_path_correctly() -> None:
+    class Scalar:
+        def __init__(self, x: float) -> None:
+            self.x = x
+
+        def __float__(self) -> float:
+            return self.x
+
+    rollout = make()
+    rollout.record_rollout(env="math", tokens=Scalar(7.0), reward=1, seconds=2, policy_version=Scalar(3.0))
+    reg = rollout.registry
+    assert value(reg, ROLLOUT_TOKENS, env="math") == 7
+    assert value(reg, ROLLOUT_REWARD, "_bucket", env="math", le="1.0") == 1
+    assert value(reg, ROLLOUT_SECONDS, "_bucket", env="math", le="2.5") == 1
+    assert value(reg, ROLLOUT_POLICY_VERSION) == 3
+    assert errors(reg, "record_rollout") == 0
+
+
+def test_set_policy_version() -> None:
+    rollout = make()
+    rollout.set_policy_version(8)
+    assert value(rollout.registry, ROLLOUT_POLICY_VERSION) == 8
+    rollout.record_rollout(env="math", tokens=1, policy_version=7)  # a late rollout sampled with v7
+    assert value(rollout.registry, ROLLOUT_POLICY_VERSION) == 7
+    rollout.set_policy_version(9)
+    rollout.set_policy_version(math.nan)
+    assert value(rollout.registry, ROLLOUT_POLICY_VERSION) == 9
+    assert errors(rollout.registry, "set_policy_version") == 1
+
+
+def test_reward_buckets_are_configurable() -> None:
+    rollout = make(reward_buckets=[0, 5, 10])
+    rollout.record_rollout(env="game", tokens=1, reward=7.0)
+    reg = rollout.registry
+    assert value(reg, ROLLOUT_REWARD, "_bucket", env="game", le="5.0") == 0
+    assert value(reg, ROLLOUT_REWARD, "_bucket", env="game", le="10.0") == 1
+    assert value(reg, ROLLOUT_REWARD, "_bucket", env="game", le="1.0") is None  # default buckets gone
+    with pytest.raises(ValueError, match="reward_buckets"):
+        make(reward_buckets=[1.0, 0.0])
+    with pytest.raises(ValueError, match="reward_buckets"):
+        make(reward_buckets=[])
+
+
+def test_default_reward_buckets_come_from_the_contract() -> None:
+    rollout = make()
+    rollout.record_rollout(env="math", tokens=1, reward=0.0)
+    les = {float(s.labels["le"]) for m in rollout.registry.collect() if m.name == ROLLOUT_REWARD.name
+           for s in m.samples if s.name == ROLLOUT_REWARD.bucket}
+    assert les == set(DEFAULT_REWARD_BUCKETS) | {math.inf}
+
+
+def test_internal_failure_is_counted_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    rollout = make()
+    rollout.record_rollout(env="math", tokens=1)
+
+    def broken(amount: float) -> None:
+        raise OSError("mmap file vanished")
+
+    children = rollout._children[("math", "ok")]
+    monkeypatch.setitem(rollout._children, ("math", "ok"), (broken, *children[1:]))
+    rollout.record_rollout(env="math", tokens=1)  # must not raise
+    assert errors(rollout.registry, "record_rollout") == 1
+
+
+def test_trainer_and_rollout_can_share_one_registry() -> None:
+    """Colocated RL: one process, one registry, two roles; the shared metrics get one series per role."""
+    registry = CollectorRegistry()
+    TrainerExporter(run="r1", model="m", algorithm="grpo", gpus=8, gpu_hour_price=3.0, registry=registry)
+    rollout = make(registry=registry)
+    rollout.record_rollout(env="math", tokens=3)
+    assert value(registry, RUN_INFO, run="r1", model="m", algorithm="grpo", role="trainer") == 1
+    assert value(registry, RUN_INFO, run="r1", model="qwen3-8b", algorithm="grpo", role="rollout") == 1
+    with pytest.raises(ValueError, match="role='rollout'"):
+        make(registry=registry)
+
+
+@pytest.mark.slow
+def test_sixteen_threads_give_exact_totals() -> None:
+    """16 threads x 50,000 record_rollout calls: every count, token, bucket and sum exact."""
+    rollout = make()
+    threads, calls = 16, 50_000
+    start = threading.Barrier(threads)
+
+    def worker(index: int) -> None:
+        env = "math" if index % 2 else "code"
+        outcome = ROLLOUT_OUTCOMES[index % 4]
+        record = rollout.record_rollout
+        start.wait()
+        for _ in range(calls):
+            record(env=env, tokens=3, reward=0.5, seconds=1.0, policy_version=index, outcome=outcome)
+
+    pool = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    reg = rollout.registry
+    per_env = threads // 2 * calls
+    for env in ("math", "code"):
+        assert value(reg, ROLLOUT_TOKENS, env=env) == 3 * per_env
+        assert value(reg, ROLLOUT_SECONDS, "_count", env=env) == per_env
+        assert value(reg, ROLLOUT_SECONDS, "_sum", env=env) == per_env * 1.0
+        assert value(reg, ROLLOUT_REWARD, "_bucket", env=env, le="0.4") == 0
+        assert value(reg, ROLLOUT_REWARD, "_bucket", env=env, le="0.5") == per_env
+    outcomes = {o: value(reg, ROLLOUTS, env=e, outcome=o) or 0 for o in ROLLOUT_OUTCOMES for e in ("math",)}
+    total = sum(value(reg, ROLLOUTS, env=e, outcome=o) or 0 for o in ROLLOUT_OUTCOMES for e in ("math", "code"))
+    assert total == threads * calls
+    assert outcomes["error"] == outcomes["dropped_stale"] == 4 * calls  # odd indexes 1,5,9,13 and 3,7,11,15
+    assert errors(reg, "record_rollout") == 0
