@@ -41,6 +41,8 @@ __all__ = [
     "Fleet",
     "FleetError",
     "prometheus_config",
+    "demo_settings",
+    "DEMO_WINDOW_S",
     "run_demo",
 ]
 
@@ -50,6 +52,9 @@ __all__ = [
 DEFAULT_SPEED = 40.0
 READY_TIMEOUT_S = 30.0  # a loaded 2-core machine can take seconds to start a handful of Pythons
 STOP_GRACE_S = 3.0
+# The TUI's shortest window: at 40x a minute of screen is 40 simulated minutes, so rates and
+# quantiles follow the scenario instead of averaging over everything since the start.
+DEMO_WINDOW_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +161,7 @@ class Fleet:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
+        self._stop_lock = threading.Lock()
         self.events: list[str] = []
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
@@ -185,7 +191,11 @@ class Fleet:
         self._supervisor.start()
 
     def stop(self, *, grace_s: float = STOP_GRACE_S) -> None:
-        """Terminate, then kill, then reap every child; idempotent, safe from any state."""
+        """Terminate, then kill, then reap every child; idempotent, safe from any state and thread."""
+        with self._stop_lock:
+            self._stop(grace_s)
+
+    def _stop(self, grace_s: float) -> None:
         self._stopping.set()
         if self._supervisor is not None and self._supervisor is not threading.current_thread():
             self._supervisor.join(timeout=2.0)
@@ -364,8 +374,84 @@ def _run_headless(opts: DemoOptions, out: TextIO) -> int:
     return 0
 
 
+def demo_settings(endpoints: Sequence[Endpoint], *, interval_s: float | None = None,
+                  window_s: float = DEMO_WINDOW_S) -> Any:
+    """The monitor's Settings for the demo's endpoints, each target named and typed by its role."""
+    from dataclasses import replace
+
+    from monitor.config import load_settings
+
+    settings = load_settings(urls=[e.url for e in endpoints], interval_s=interval_s, window_s=window_s)
+    targets = tuple(replace(t, name=e.name, role=e.role) for t, e in zip(settings.targets, endpoints, strict=True))
+    return replace(settings, targets=targets)
+
+
+def _title(opts: DemoOptions) -> str:
+    return f"ptmon demo · {opts.scenario} · {opts.speed:g}x time"
+
+
+def _exit_app(app: Any, fleet: Fleet, main_done: threading.Event) -> None:
+    """Ask the app to exit from outside its loop; if it has not within a few seconds, stop the children anyway."""
+    try:
+        app.call_from_thread(app.exit)
+    except Exception:  # noqa: BLE001 - not running (yet, or any more): the finally handles it
+        pass
+    if not main_done.wait(STOP_GRACE_S + 2.0):
+        fleet.stop()  # the screen is stuck; the children must not outlive us either way
+
+
 def _run_tui(opts: DemoOptions) -> int:
-    raise NotImplementedError
+    try:
+        from monitor.app import PtmonApp
+        from monitor.live import LiveFeed
+    except ImportError as exc:
+        print(f"ptmon demo: the TUI is not available ({exc}); try --headless", file=sys.stderr)
+        return 2
+    fleet = Fleet(opts)
+    requested = threading.Event()
+    main_done = threading.Event()
+    apps: list[Any] = []
+
+    def request_exit() -> None:
+        threading.Thread(target=_exit_app, args=(apps[0], fleet, main_done), name="demo-exit", daemon=True).start()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if requested.is_set():
+            return
+        requested.set()
+        if not apps:  # still starting: unwind straight to the finally
+            raise _Shutdown(signal.Signals(signum).name)
+        request_exit()  # the app's loop runs on this thread: exit it from another one
+
+    timer: threading.Timer | None = None
+    with _signals(on_signal, (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)):
+        try:
+            print(f"ptmon demo: starting {opts.workers + 2} processes ({opts.scenario}, {opts.speed:g}x)...",
+                  file=sys.stderr, flush=True)
+            fleet.start()
+            settings = demo_settings(fleet.endpoints, interval_s=opts.interval_s)
+            app = PtmonApp(LiveFeed(settings), interval_s=settings.interval_s, window_s=settings.window_s,
+                           thresholds=settings.thresholds, title=_title(opts))
+            apps.append(app)
+            if requested.is_set():
+                return 0
+            if opts.duration_s is not None:
+                timer = threading.Timer(opts.duration_s, request_exit)
+                timer.daemon = True
+                timer.start()
+            app.run()
+            return app.return_code or 0
+        except (KeyboardInterrupt, _Shutdown):
+            return 0
+        except FleetError as exc:
+            print(f"ptmon demo: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            requested.set()
+            if timer is not None:
+                timer.cancel()
+            fleet.stop()
+            main_done.set()
 
 
 def run_demo(args: argparse.Namespace) -> int:

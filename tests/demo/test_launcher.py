@@ -104,3 +104,13 @@ def test_bad_options_are_refused_with_a_message(capsys: pytest.CaptureFixture[st
 
     assert main(["demo", "--headless", "--workers", "0"]) == 2
     assert "--workers" in capsys.readouterr().err
+
+
+def test_cli_defaults_give_a_demo_that_moves() -> None:
+    from demo.launcher import DEFAULT_SPEED, DemoOptions
+    from monitor.cli import build_parser
+
+    opts = DemoOptions.from_args(build_parser().parse_args(["demo"]))
+    assert opts == DemoOptions(scenario="healthy", speed=DEFAULT_SPEED, workers=4, seed=0)
+    assert DEFAULT_SPEED > 1
+    assert DemoOptions.from_args(build_parser().parse_args(["demo", "--speed", "2"])).speed == 2.0
