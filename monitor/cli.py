@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run a synthetic post-training loop and watch it")
     demo.add_argument("--scenario", default="healthy",
                       choices=("healthy", "slow-sync", "straggler", "plateau", "crash"))
-    demo.add_argument("--speed", type=_positive_float, default=1.0, metavar="X", help="time compression factor")
+    demo.add_argument("--speed", type=_positive_float, default=None, metavar="X",
+                      help="time compression factor (default 40: a minute shows 40 simulated minutes)")
     demo.add_argument("--workers", type=int, default=4, metavar="N", help="rollout workers (default 4)")
     demo.add_argument("--duration", type=_positive_float, metavar="S", help="stop after S seconds")
     demo.add_argument("--seed", type=int, default=0)
