@@ -1,0 +1,124 @@
+"""Alert rules over a Dashboard: what broke, how badly, since when.
+
+Rules read only the Dashboard (never the store or the network), so they are
+pure and each one is a few lines a reader can check against its threshold.
+``since`` survives across evaluations: pass the previous evaluation's alerts
+back in and an alert that is still firing keeps the time it was first seen
+(keyed by rule and subject), so the UI can say "stalled for 6 min".
+
+Comparisons follow the threshold names: "above" is strict, "at or below" is
+inclusive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from exporters import schema
+from monitor.build import RECENT_RATE_S
+from monitor.dashboard import Alert, Dashboard, Level
+from monitor.settings import Thresholds
+
+__all__ = ["evaluate", "RULES", "recent_rollout_rate", "stall_limit_s"]
+
+RULES = (
+    "target_down",
+    "trainer_stalled",
+    "weight_sync_slow",
+    "staleness",
+    "rollout_rate_drop",
+    "marginal_ipd",
+    "eval_regression",
+)
+
+
+def stall_limit_s(d: Dashboard, th: Thresholds) -> float:
+    """No step for this long means stalled: max(stall_factor x median step time, stall_min_s)."""
+    if d.step_seconds_median is None:
+        return th.stall_min_s
+    return max(th.stall_factor * d.step_seconds_median, th.stall_min_s)
+
+
+def recent_rollout_rate(d: Dashboard) -> float | None:
+    """The rollout rate now: the mean of the chart series over the last 30 s, else the window's rate.
+
+    The window's rate (up to an hour) reacts too slowly to show a drop
+    against the 10-minute median; the last 30 s of slots do not.
+    """
+    recent = [v for t, v in d.rollout_rate_series if t > d.now - RECENT_RATE_S]
+    if recent:
+        return sum(recent) / len(recent)
+    return d.rollout_rate_per_s
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _candidates(d: Dashboard, th: Thresholds, marginal_k: int) -> Iterable[tuple[str, Level, str, str | None]]:
+    for t in d.targets:
+        if t.up is False:
+            level: Level = "critical" if t.role == schema.ROLE_TRAINER else "warn"
+            why = f": {t.error}" if t.error else ""
+            yield "target_down", level, f"{t.name} ({t.url}) is down{why}", t.name
+
+    if d.seconds_since_last_step is not None:
+        limit = stall_limit_s(d, th)
+        if d.seconds_since_last_step >= limit:
+            yield ("trainer_stalled", "critical",
+                   f"no training step for {d.seconds_since_last_step:.0f} s (limit {limit:.0f} s)", None)
+
+    p99 = d.weight_sync_p99_s
+    if p99 is not None:
+        if p99 > th.weight_sync_p99_critical_s:
+            yield ("weight_sync_slow", "critical",
+                   f"weight-sync p99 {_fmt(p99)} s > {_fmt(th.weight_sync_p99_critical_s)} s", None)
+        elif p99 > th.weight_sync_p99_warn_s:
+            yield "weight_sync_slow", "warn", f"weight-sync p99 {_fmt(p99)} s > {_fmt(th.weight_sync_p99_warn_s)} s", None
+
+    st = d.staleness_max
+    if st is not None:
+        if st > th.staleness_critical:
+            yield ("staleness", "critical",
+                   f"rollouts {_fmt(st)} policy versions behind the trainer (> {_fmt(th.staleness_critical)})", None)
+        elif st > th.staleness_warn:
+            yield ("staleness", "warn",
+                   f"rollouts {_fmt(st)} policy versions behind the trainer (> {_fmt(th.staleness_warn)})", None)
+
+    ref = d.rollout_rate_median_10m
+    now_rate = recent_rollout_rate(d)
+    if ref is not None and ref > 0 and now_rate is not None and now_rate <= th.rollout_drop_ratio * ref:
+        level = "critical" if now_rate <= 0 else "warn"
+        yield ("rollout_rate_drop", level,
+               f"rollout rate {_fmt(now_rate)}/s is at or below {th.rollout_drop_ratio:.0%} of its "
+               f"10-minute median {_fmt(ref)}/s", None)
+
+    m = d.marginal_ipd_points_per_kilodollar
+    if m is not None and len(d.eval_curve) >= marginal_k and m <= th.marginal_ipd_min:
+        yield ("marginal_ipd", "warn",
+               f"marginal intelligence per dollar {_fmt(m)} points/$1k over the last {marginal_k} evals "
+               f"(at or below {_fmt(th.marginal_ipd_min)}): money without progress", None)
+
+    if len(d.eval_curve) >= 2:
+        best = max(d.eval_curve[:-1], key=lambda p: p.score)
+        latest = d.eval_curve[-1]
+        if latest.score < best.score - th.eval_regression_points:
+            yield ("eval_regression", "warn",
+                   f"{d.benchmark or 'eval'} score {_fmt(latest.score)} is {_fmt(best.score - latest.score)} "
+                   f"below the best so far ({_fmt(best.score)})", d.benchmark)
+
+
+def evaluate(dashboard: Dashboard, thresholds: Thresholds, *, previous: Iterable[Alert] = (),
+             marginal_k: int = 5) -> tuple[Alert, ...]:
+    """The alerts firing on ``dashboard``, critical first.
+
+    ``previous``: the last evaluation's alerts; one still firing keeps its
+    ``since``. ``marginal_k``: evals the marginal-IPD rule needs before it
+    judges (Settings.marginal_k): two noisy evals are not a trend.
+    """
+    since = {(a.name, a.subject): a.since for a in previous}
+    alerts = [Alert(name=name, level=level, message=message, since=since.get((name, subject), dashboard.now),
+                    subject=subject)
+              for name, level, message, subject in _candidates(dashboard, thresholds, marginal_k)]
+    alerts.sort(key=lambda a: (a.level != "critical", a.name, a.subject or ""))
+    return tuple(alerts)

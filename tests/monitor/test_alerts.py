@@ -1,0 +1,123 @@
+"""monitor.alerts: each rule at, just below and just above its threshold; since is kept across evaluations."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from monitor.alerts import evaluate, recent_rollout_rate, stall_limit_s
+from monitor.dashboard import Dashboard, EvalPoint, TargetHealth
+from monitor.settings import Thresholds
+
+TH = Thresholds()
+NOW = 10_000.0
+
+
+def dash(**kw) -> Dashboard:
+    return Dashboard(now=kw.pop("now", NOW), window_s=300.0, interval_s=1.0, **kw)
+
+
+def names(alerts) -> dict[str, str]:
+    return {a.name: a.level for a in alerts}
+
+
+def test_healthy_dashboard_has_no_alerts() -> None:
+    d = dash(targets=(TargetHealth("t", "http://t/metrics", "trainer", True),), seconds_since_last_step=5.0,
+             step_seconds_median=2.0, weight_sync_p99_s=1.0, staleness_max=1.0, rollout_rate_per_s=3.0,
+             rollout_rate_median_10m=3.0, rollout_rate_series=((NOW - 5, 3.0),))
+    assert evaluate(d, TH) == ()
+    assert dash().level == "ok"
+
+
+def test_target_down_names_the_target_and_its_error() -> None:
+    d = dash(targets=(TargetHealth("trainer", "http://a:1/metrics", "trainer", False, error="connection refused"),
+                      TargetHealth("w1", "http://b:2/metrics", "rollout", False, error="timed out after 0.8 s"),
+                      TargetHealth("w2", "http://c:3/metrics", "rollout", True),
+                      TargetHealth("w3", "http://d:4/metrics", None, None)))  # not scraped yet: not down
+    alerts = evaluate(d, TH)
+    assert [(a.name, a.level, a.subject) for a in alerts] == [
+        ("target_down", "critical", "trainer"), ("target_down", "warn", "w1")]
+    assert "connection refused" in alerts[0].message and "http://a:1/metrics" in alerts[0].message
+
+
+def test_stall_limit_is_max_of_factor_times_median_and_minimum() -> None:
+    assert stall_limit_s(dash(step_seconds_median=2.0), TH) == 120.0  # 10 x 2 s < 120 s
+    assert stall_limit_s(dash(step_seconds_median=30.0), TH) == 300.0
+    assert stall_limit_s(dash(), TH) == 120.0  # no median yet: the minimum
+    assert "trainer_stalled" not in names(evaluate(dash(step_seconds_median=30.0, seconds_since_last_step=299.0), TH))
+    a = evaluate(dash(step_seconds_median=30.0, seconds_since_last_step=300.0), TH)
+    assert names(a) == {"trainer_stalled": "critical"}
+    assert "300 s" in a[0].message
+
+
+@pytest.mark.parametrize(("p99", "level"), [(30.0, None), (30.5, "warn"), (120.0, "warn"), (121.0, "critical")])
+def test_weight_sync_p99(p99: float, level: str | None) -> None:
+    assert names(evaluate(dash(weight_sync_p99_s=p99), TH)).get("weight_sync_slow") == level
+
+
+@pytest.mark.parametrize(("st", "level"), [(2.0, None), (3.0, "warn"), (4.0, "warn"), (5.0, "critical")])
+def test_staleness(st: float, level: str | None) -> None:
+    assert names(evaluate(dash(staleness_max=st), TH)).get("staleness") == level
+
+
+def test_rollout_rate_drop_uses_the_last_30_s_against_the_10_minute_median() -> None:
+    series = tuple((NOW - 100 + i * 10, 4.0) for i in range(7)) + ((NOW - 25, 2.0), (NOW - 15, 2.0), (NOW, 2.0))
+    d = dash(rollout_rate_per_s=3.5, rollout_rate_median_10m=4.0, rollout_rate_series=series)
+    assert recent_rollout_rate(d) == 2.0
+    assert names(evaluate(d, TH)) == {"rollout_rate_drop": "warn"}  # 2.0 <= 0.5 x 4.0
+    d = replace(d, rollout_rate_series=series[:-3] + ((NOW, 2.1),))
+    assert "rollout_rate_drop" not in names(evaluate(d, TH))
+    d = replace(d, rollout_rate_series=((NOW, 0.0),))
+    assert names(evaluate(d, TH)) == {"rollout_rate_drop": "critical"}
+    # No recent slot: the window's rate stands in.
+    assert recent_rollout_rate(dash(rollout_rate_per_s=1.5)) == 1.5
+    # No reference yet, or a reference of 0: nothing to compare with.
+    assert evaluate(dash(rollout_rate_per_s=0.0), TH) == ()
+    assert evaluate(dash(rollout_rate_per_s=0.0, rollout_rate_median_10m=0.0), TH) == ()
+
+
+def curve(*scores: float) -> tuple[EvalPoint, ...]:
+    return tuple(EvalPoint(timestamp=NOW - 1000 + 100 * i, spend_dollars=10.0 * i, score=s)
+                 for i, s in enumerate(scores))
+
+
+def test_marginal_ipd_at_or_below_zero_over_k_evals() -> None:
+    flat = dash(eval_curve=curve(0.5, 0.5, 0.5, 0.5, 0.5), marginal_ipd_points_per_kilodollar=0.0)
+    assert names(evaluate(flat, TH)) == {"marginal_ipd": "warn"}
+    assert "money without progress" in evaluate(flat, TH)[0].message
+    rising = replace(flat, marginal_ipd_points_per_kilodollar=0.1)
+    assert evaluate(rising, TH) == ()
+    too_few = replace(flat, eval_curve=curve(0.5, 0.5, 0.5))  # fewer than K=5 evals: no judgement yet
+    assert evaluate(too_few, TH) == ()
+    assert names(evaluate(too_few, TH, marginal_k=3)) == {"marginal_ipd": "warn"}
+
+
+def test_eval_regression_against_the_best_so_far() -> None:
+    d = dash(benchmark="gsm8k", eval_curve=curve(0.40, 0.50, 0.47))
+    a = evaluate(d, TH)
+    assert names(a) == {"eval_regression": "warn"}  # 0.47 < 0.50 - 0.02
+    assert a[0].subject == "gsm8k"
+    assert evaluate(replace(d, eval_curve=curve(0.40, 0.50, 0.485)), TH) == ()
+    assert evaluate(replace(d, eval_curve=curve(0.40)), TH) == ()
+
+
+def test_since_is_kept_while_firing_and_reset_after_clearing() -> None:
+    down = dash(targets=(TargetHealth("w1", "u", "rollout", False),))
+    first = evaluate(down, TH)
+    assert first[0].since == NOW
+    later = evaluate(replace(down, now=NOW + 60), TH, previous=first)
+    assert later[0].since == NOW
+    cleared = evaluate(replace(down, now=NOW + 70, targets=(TargetHealth("w1", "u", "rollout", True),)), TH,
+                       previous=later)
+    assert cleared == ()
+    again = evaluate(replace(down, now=NOW + 80), TH, previous=cleared)
+    assert again[0].since == NOW + 80
+
+
+def test_critical_first_and_thresholds_are_configurable() -> None:
+    d = dash(staleness_max=3.0, weight_sync_p99_s=200.0)
+    assert [a.level for a in evaluate(d, TH)] == ["critical", "warn"]
+    assert evaluate(d, Thresholds(staleness_warn=10, staleness_critical=20, weight_sync_p99_warn_s=500,
+                                  weight_sync_p99_critical_s=600)) == ()
+    assert replace(d, alerts=evaluate(d, TH)).level == "critical"
