@@ -3,6 +3,8 @@
 Memory is bounded whatever a target sends: each series keeps at most
 ``capacity`` points and each target at most ``max_series`` series; series
 beyond the cap are dropped and counted, so the target's health can say so.
+When a target is full, series it has not sent for ``capacity`` scrapes are
+forgotten to make room (label churn must not lock new series out forever).
 """
 
 from __future__ import annotations
@@ -118,6 +120,7 @@ class Store:
         known = data.known
         known_get = known.get
         accepted = dropped = 0
+        evicted = False
         for s in samples:
             labels = s.labels
             hit = known_get(id(labels))
@@ -126,20 +129,50 @@ class Store:
             else:
                 key = (s.name, tuple(sorted(labels.items())))
                 series = table.get(key)
+                if series is None and len(table) >= self.max_series and not evicted:
+                    evicted = True  # at most one sweep per scrape
+                    if self._evict_stale(data):
+                        known.clear()  # it may point at evicted series or remember "dropped"
                 if series is None and len(table) < self.max_series:
                     series = table[key] = Series(s.name, labels, capacity=self.capacity)
                     data.by_name.setdefault(s.name, []).append(series)
                 if type(labels) is Labels:  # immutable: safe to remember by identity
                     known[id(labels)] = (labels, s.name, series)  # holding it keeps the id unique
-            if series is None:  # over the series cap (the table never shrinks, so it stays dropped)
+            if series is None:  # over the series cap
                 dropped += 1
             elif series.append(timestamp if s.timestamp is None else s.timestamp, s.value):
                 accepted += 1
-        if len(known) > 4 * self.max_series:
-            known.clear()  # series churn: start afresh; memory stays bounded by the cap
+        if len(known) > max(4 * self.max_series, 2 * (accepted + dropped)):
+            # Series churn: start afresh. Like the parser's own cache this follows
+            # the size of a scrape, itself bounded by the scraper's body cap; a
+            # flooding target's dropped series stay cheap to drop again.
+            known.clear()
         result.accepted, result.dropped_series = accepted, dropped
         data.dropped_series += dropped
         return result
+
+    def _evict_stale(self, data: _TargetData) -> int:
+        """Forget series with no point in the target's last ``capacity`` scrapes.
+
+        Without this a target whose label values churn (restarted workers, new
+        engine ids) would fill the cap with series that will never come back
+        and have every new one dropped forever. Only a full target is swept,
+        and only series entirely older than the oldest scrape still held, so
+        nothing inside the stored horizon is lost.
+        """
+        if len(data.scrapes) < self.capacity:
+            return 0
+        horizon = data.scrapes[0]
+        stale = [key for key, series in data.series.items() if (series.last() or (horizon, 0.0))[0] < horizon]
+        if not stale:
+            return 0
+        for key in stale:
+            series = data.series.pop(key)
+            same_name = data.by_name[series.name]
+            same_name.remove(series)
+            if not same_name:
+                del data.by_name[series.name]
+        return len(stale)
 
     def targets(self) -> list[str]:
         return list(self._targets)

@@ -131,7 +131,8 @@ def test_memory_stays_bounded_whatever_a_target_sends() -> None:
     assert store.series_count("churn") == 100
     assert max(len(s) for s in store.series("churn", "m")) <= 4
     assert len(store.scrape_times("churn")) == 4
-    assert len(store._targets["churn"].known) <= 4 * store.max_series + 1000
+    # The identity cache follows the scrape size (itself capped by the scraper's body limit).
+    assert len(store._targets["churn"].known) <= max(4 * store.max_series, 2 * 1000)
 
 
 def test_bad_sizes_are_refused() -> None:
@@ -139,3 +140,27 @@ def test_bad_sizes_are_refused() -> None:
         Store(capacity=1)
     with pytest.raises(ValueError, match="max_series"):
         Store(max_series=0)
+
+
+def test_a_full_target_forgets_series_not_seen_for_capacity_scrapes_to_make_room() -> None:
+    store = Store(capacity=3, max_series=2)
+    a, b, c = (Sample("m", {"w": w}, 1.0) for w in "abc")
+    store.ingest("t", 0.0, [a, b])
+    # Worker "a" is gone, "c" is new: no room while "a" still has points in the last 3 scrapes.
+    assert store.ingest("t", 1.0, [b, c]).dropped_series == 1
+    assert store.ingest("t", 2.0, [b, c]).dropped_series == 1
+    third = store.ingest("t", 3.0, [b, c])  # scrapes held: 1, 2, 3; "a" last seen at 0
+    assert third.dropped_series == 0 and third.accepted == 2
+    assert sorted(s.labels["w"] for s in store.series("t", "m")) == ["b", "c"]
+    assert store.series_count("t") == 2
+    (new,) = [s for s in store.series("t", "m") if s.labels["w"] == "c"]
+    assert new.points() == [(3.0, 1.0)]
+
+
+def test_series_still_sent_are_never_evicted_even_at_the_cap() -> None:
+    parser = ExpositionParser()
+    store = Store(capacity=2, max_series=2)
+    for t in range(5):
+        result = store.ingest("t", float(t), samples(f'm{{w="a"}} {t}\nm{{w="b"}} {t}\nm{{w="x{t}"}} 1\n', parser))
+        assert result.dropped_series == 1
+    assert {s.labels["w"]: len(s) for s in store.series("t", "m")} == {"a": 2, "b": 2}
