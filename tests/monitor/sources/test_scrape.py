@@ -592,3 +592,35 @@ async def test_tls_is_verified_by_default_and_a_ca_file_makes_it_pass(tls_cert, 
     assert health["unverified"].up is True
     assert health["missing_ca"].up is False
     assert health["missing_ca"].error == f"ca_file {tmp_path / 'nope.pem'}: No such file or directory"
+
+
+async def test_the_projects_trainer_exporter_over_real_tls_gives_the_recorded_numbers(tls_cert) -> None:
+    """exporters.TrainerExporter served by exporters.serve over HTTPS, scraped with a CA file."""
+    from exporters import schema
+    from exporters.serve import serve
+    from exporters.trainer import TrainerExporter
+
+    cert, key = tls_cert
+    ticks = iter(float(t) for t in range(1000))
+    trainer = TrainerExporter(run="r1", model="m", algorithm="grpo", gpus=8, gpu_hour_price=3.0,
+                              clock=lambda: next(ticks), wall_clock=lambda: NOW)
+    for _ in range(3):
+        with trainer.step():
+            pass
+    with trainer.weight_sync(version=7, nbytes=2e9):
+        pass
+    store = Store()
+    with serve(trainer.registry, certfile=cert, keyfile=key) as server:
+        scraper = Scraper([Target("trainer", server.url, role="trainer", ca_file=cert)], store=store, clock=Clock())
+        async with scraper:
+            await scraper.scrape_once()
+    (health,) = scraper.health()
+    assert health.up is True and health.error is None and health.url.startswith("https://127.0.0.1:")
+    assert _value(store, "trainer", schema.TRAINER_STEPS.name) == 3.0
+    assert _value(store, "trainer", schema.TRAINER_STEP_SECONDS.count) == 3.0
+    assert _value(store, "trainer", schema.POLICY_VERSION.name) == 7.0
+    assert _value(store, "trainer", schema.WEIGHT_SYNC_BYTES.name) == 2e9
+    assert _value(store, "trainer", schema.WEIGHT_SYNC_SECONDS.count) == 1.0
+    assert _value(store, "trainer", schema.TRAINER_LAST_STEP_TIMESTAMP.name) == NOW
+    (info,) = store.series("trainer", schema.RUN_INFO.name)
+    assert dict(info.labels) == {"run": "r1", "model": "m", "algorithm": "grpo", "role": "trainer"}
