@@ -277,7 +277,8 @@ def score_mean(spec: RunSpec, scenario: Scenario, useful_spend: float) -> float:
 
     knee = scenario.plateau_spend
     if knee is not None and useful_spend > knee:
-        return curve(knee) - scenario.plateau_slide_per_dollar * (useful_spend - knee)
+        slid = curve(knee) - scenario.plateau_slide_per_dollar * (useful_spend - knee)
+        return max(min(scenario.plateau_floor, curve(knee)), slid)
     return curve(useful_spend)
 
 

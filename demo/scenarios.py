@@ -33,6 +33,7 @@ class Scenario:
     # plateau: the eval curve stops at plateau_spend (dollars of useful training) and then slides.
     plateau_spend: float | None = None
     plateau_slide_per_dollar: float = 0.0
+    plateau_floor: float = 0.0  # the slide stops here (a long demo stays on screen)
     # crash: this worker dies every crash_every_s of its life and stays down crash_down_s.
     crash_index: int | None = None
     crash_every_s: float = 0.0
@@ -68,8 +69,9 @@ PLATEAU = Scenario(
     summary="the eval score stops improving early and then slides (entropy collapse)",
     look_for="the eval curve flattening, marginal intelligence per dollar at or below zero "
     "and its alert firing while spend keeps growing",
-    plateau_spend=8.0,
+    plateau_spend=3.0,
     plateau_slide_per_dollar=0.004,
+    plateau_floor=0.20,
 )
 CRASH = Scenario(
     name="crash",
