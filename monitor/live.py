@@ -1,0 +1,88 @@
+"""The live Feed: scrape targets into a Store, build Dashboards, evaluate alerts.
+
+This is where the data layer's state lives, so every piece below it can stay
+pure: the Store (ring buffers), the EvalLog (evals outlive the buffers), the
+pinned IPD baseline (``set_baseline_now``) and the previous alerts (their
+``since``). Dashboards are built on demand from what has been collected;
+asking for one never waits on a target.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import httpx
+
+from monitor.alerts import evaluate
+from monitor.build import MEDIAN_WINDOW_S, Baseline, EvalLog, build_dashboard, observe_evals
+from monitor.dashboard import Alert, Dashboard
+from monitor.settings import WINDOWS_S, Settings
+from monitor.sources.scrape import Scraper
+from monitor.store import DEFAULT_CAPACITY, Store
+
+__all__ = ["LiveFeed", "store_capacity"]
+
+
+def store_capacity(settings: Settings) -> int:
+    """Points per series so the longest window the TUI offers (and the 10-minute median) fit."""
+    longest = max((*WINDOWS_S, settings.window_s, MEDIAN_WINDOW_S))
+    return max(DEFAULT_CAPACITY, math.ceil(longest / settings.interval_s) + 2)
+
+
+class LiveFeed:
+    """A ``monitor.feed.Feed`` over direct scrapes of ``settings.targets``.
+
+    ``clock`` stamps scrapes and sets the Dashboard's now; ``transport``
+    replaces the HTTP transport (tests); ``store`` lets a caller share or
+    pre-fill the store.
+    """
+
+    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time,
+                 transport: httpx.AsyncBaseTransport | None = None, store: Store | None = None) -> None:
+        self._settings = settings
+        self._clock = clock
+        self.store = store if store is not None else Store(capacity=store_capacity(settings),
+                                                           max_series=settings.max_series)
+        self._scraper = Scraper.from_settings(settings, store=self.store, transport=transport, clock=clock)
+        self._evals = EvalLog()
+        self._baseline: Baseline | None = None
+        self._alerts: tuple[Alert, ...] = ()
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    async def start(self) -> None:
+        await self._scraper.start()
+
+    async def collect_once(self) -> None:
+        """Scrape every target once, now, and return when the samples are stored."""
+        await self._scraper.scrape_once()
+
+    async def dashboard(self, *, window_s: float) -> Dashboard:
+        settings = self._settings
+        self._evals = observe_evals(self.store, settings, previous=self._evals)
+        d = build_dashboard(self.store, self._scraper.health(), settings, now=self._clock(), window_s=window_s,
+                            baseline=self._baseline, evals=self._evals)
+        self._alerts = evaluate(d, settings.thresholds, previous=self._alerts, marginal_k=settings.marginal_k)
+        return replace(d, alerts=self._alerts)
+
+    def set_interval(self, interval_s: float) -> None:
+        self._scraper.set_interval(interval_s)
+        self._settings = replace(self._settings, interval_s=float(interval_s))
+
+    def set_baseline_now(self) -> None:
+        """Pin the latest eval of the primary benchmark as the IPD baseline (no eval yet: no change)."""
+        self._evals = observe_evals(self.store, self._settings, previous=self._evals)
+        bench = self._evals.primary(self._settings.primary_benchmark)
+        curve = self._evals.evals.get(bench, ()) if bench is not None else ()
+        if curve:
+            latest = curve[-1]
+            self._baseline = Baseline(score=latest.score, spend_dollars=latest.spend_dollars,
+                                      timestamp=latest.timestamp)
+
+    async def aclose(self) -> None:
+        await self._scraper.aclose()
