@@ -1,11 +1,212 @@
-"""PLACEHOLDER until its issue lands."""
+"""``ptmon snapshot``: one measurement window, printed as a table or JSON.
+
+For scripts and CI: scrape the targets for ``--over`` seconds, build one
+Dashboard (alerts included) and print it. The window is the time actually
+scraped (capped by ``--window``): a 5-second snapshot divided over a 300 s
+range would report a fiftieth of the true rate.
+
+Exit status: 0 when at least one target answered, 1 when none did, 2 for a
+configuration error (the message names the file and key). Unknown numbers
+are JSON null and "—" in the table, never a made-up 0; every string that came
+from a target is printed literally (no Rich markup, no terminal controls).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
+import json
+import math
 import sys
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from monitor.config import ConfigError, load_settings
+from monitor.dashboard import Dashboard
+from monitor.live import LiveFeed
+from monitor.settings import Settings
+from monitor.text import safe
+
+__all__ = ["run_snapshot", "collect", "to_json", "render"]
+
+DASH = "—"
+
+
+async def collect(settings: Settings, *, over: float, feed: LiveFeed | None = None) -> Dashboard:
+    """Scrape ``settings``' targets on their schedules for ``over`` seconds; the Dashboard at the end."""
+    feed = feed or LiveFeed(settings)
+    try:
+        await feed.start()
+        await asyncio.sleep(over)
+        d = await feed.dashboard(window_s=settings.window_s)
+        if d.started_at is not None:
+            # The range PromQL would need for these points: first scrape to now, plus half an interval
+            # so the first point sits inside it and rate() reads the plain slope.
+            scraped = d.now - d.started_at + settings.interval_s / 2
+            if scraped < settings.window_s:
+                d = await feed.dashboard(window_s=scraped)
+        return d
+    finally:
+        await feed.aclose()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def to_json(d: Dashboard) -> dict[str, Any]:
+    """Every Dashboard field (nulls for unknowns) plus ``level`` and ``targets_up``."""
+    out = _jsonable(dataclasses.asdict(d))
+    out["spend_by_role"] = {role: dollars for role, dollars in d.spend_by_role}
+    out["level"] = d.level
+    out["targets_up"] = d.targets_up
+    return out
+
+
+# --- table ----------------------------------------------------------------------------------
+
+
+def _num(x: float | None, fmt: str = "{:.3g}", unit: str = "") -> str:
+    if x is None or not math.isfinite(x):
+        return DASH
+    return fmt.format(x) + unit
+
+
+def _money(x: float | None) -> str:
+    return _num(x, "${:,.2f}")
+
+
+def _lit(s: object) -> Text:
+    """A scraped string, literally: a Text is never parsed as markup, and safe() escapes controls."""
+    return Text(DASH if s is None else safe(str(s)))
+
+
+_SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str]], ...]], ...] = (
+    ("Rollouts", (
+        ("rollouts/s", lambda d: _num(d.rollout_rate_per_s)),
+        ("rollout tokens/s", lambda d: _num(d.rollout_tokens_per_s, "{:,.0f}")),
+        ("rollouts/s, 10-min median", lambda d: _num(d.rollout_rate_median_10m)),
+        ("errors/s", lambda d: _num(d.rollout_error_rate_per_s)),
+        ("engine tokens/s", lambda d: _num(d.engine_tokens_per_s, "{:,.0f}")),
+        ("engine running / queued", lambda d: f"{_num(d.engine_requests_running)} / {_num(d.engine_queue_depth)}"),
+        ("KV cache", lambda d: _num(None if d.engine_kv_cache_usage is None else d.engine_kv_cache_usage * 100,
+                                    "{:.0f}", "%")),
+    )),
+    ("Weight sync", (
+        ("p50 / p90 / p99", lambda d: " / ".join(_num(x, "{:.3g}", " s") for x in
+                                                  (d.weight_sync_p50_s, d.weight_sync_p90_s, d.weight_sync_p99_s))),
+        ("last / max", lambda d: f"{_num(d.weight_sync_last_s, '{:.3g}', ' s')} / "
+                                 f"{_num(d.weight_sync_max_s, '{:.3g}', ' s')}"),
+        ("syncs in window", lambda d: _num(d.weight_sync_count, "{:.0f}")),
+        ("bytes/s", lambda d: _num(d.weight_sync_bytes_per_s, "{:,.0f}")),
+        ("failures in window", lambda d: _num(d.weight_sync_failures, "{:.0f}")),
+        ("policy version", lambda d: _num(d.policy_version, "{:.0f}")),
+        ("staleness max / mean", lambda d: f"{_num(d.staleness_max)} / {_num(d.staleness_mean)}"),
+    )),
+    ("Trainer", (
+        ("steps/s", lambda d: _num(d.steps_per_s)),
+        ("step time mean / median", lambda d: f"{_num(d.step_seconds, '{:.3g}', ' s')} / "
+                                              f"{_num(d.step_seconds_median, '{:.3g}', ' s')}"),
+        ("since last step", lambda d: _num(d.seconds_since_last_step, "{:.0f}", " s")),
+        ("tokens/s", lambda d: _num(d.trainer_tokens_per_s, "{:,.0f}")),
+        ("loss", lambda d: _num(d.loss, "{:.4g}")),
+    )),
+    ("GPUs", (
+        ("utilisation (mean)", lambda d: _num(d.gpu_util_percent, "{:.0f}", "%")),
+        ("power (total)", lambda d: _num(d.gpu_power_watts, "{:,.0f}", " W")),
+    )),
+    ("Cost", (
+        ("spend", lambda d: _money(d.spend_dollars)),
+        ("by role", lambda d: ", ".join(f"{r} {_money(v)}" for r, v in d.spend_by_role) or DASH),
+        ("burn", lambda d: _num(d.burn_dollars_per_hour, "${:,.2f}", "/h")),
+        ("per 1M rollout tokens", lambda d: _money(d.dollars_per_million_rollout_tokens)),
+    )),
+    ("Intelligence per dollar", (
+        ("score (latest) / baseline", lambda d: f"{_num(d.score, '{:.4g}')} / {_num(d.baseline_score, '{:.4g}')}"),
+        ("evals seen", lambda d: str(len(d.eval_curve))),
+        ("points per $1k (cumulative)", lambda d: _num(d.ipd_points_per_kilodollar, "{:.4g}")),
+        ("points per $1k (marginal)", lambda d: _num(d.marginal_ipd_points_per_kilodollar, "{:.4g}")),
+        ("$ per next point", lambda d: _money(d.dollars_per_next_point)),
+    )),
+)
+
+
+def render(d: Dashboard, console: Console) -> None:
+    """The Dashboard as Rich tables; scraped strings go through ``_lit``."""
+    title = Text("ptmon snapshot  ")
+    title.append(_lit(d.run or "unknown run"))
+    for part in (d.model, d.algorithm):
+        if part:
+            title.append("  ")
+            title.append(_lit(part))
+    title.append(f"  window {d.window_s:.0f} s  targets up {d.targets_up}/{len(d.targets)}  level {d.level}")
+    console.print(title)
+
+    numbers = Table(show_header=False, box=None, pad_edge=False)
+    numbers.add_column(style="bold")
+    numbers.add_column(justify="right")
+    for section, rows in _SECTIONS:
+        numbers.add_row(Text(section, style="underline"), "")
+        if section == "Intelligence per dollar":
+            numbers.add_row("benchmark", _lit(d.benchmark))
+        for label, value in rows:
+            numbers.add_row(label, value(d))
+    console.print(numbers)
+
+    targets = Table(title="Targets")
+    for col in ("name", "url", "role", "up", "series", "error"):
+        targets.add_column(col, overflow="fold")
+    for t in d.targets:
+        up = DASH if t.up is None else ("up" if t.up else "DOWN")
+        targets.add_row(_lit(t.name), _lit(t.url), _lit(t.role), up, str(t.series), _lit(t.error))
+    console.print(targets)
+
+    if d.workers:
+        workers = Table(title="Workers")
+        for col in ("name", "role", "status", "rollouts/s", "tokens/s", "policy", "staleness"):
+            workers.add_column(col, overflow="fold")
+        for w in d.workers:
+            workers.add_row(_lit(w.name), _lit(w.role), w.status, _num(w.rollouts_per_s),
+                            _num(w.tokens_per_s, "{:,.0f}"), _num(w.policy_version, "{:.0f}"), _num(w.staleness))
+        console.print(workers)
+
+    alerts = Table(title="Alerts")
+    for col in ("level", "alert", "message"):
+        alerts.add_column(col, overflow="fold")
+    for a in d.alerts:
+        alerts.add_row(a.level, a.name, _lit(a.message))
+    if not d.alerts:
+        alerts.add_row("ok", DASH, "no alerts")
+    console.print(alerts)
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
-    print("ptmon snapshot: not implemented yet", file=sys.stderr)
-    return 2
+    try:
+        settings = load_settings(config_path=args.config, urls=args.urls, interval_s=args.interval,
+                                 window_s=args.window, timeout_s=args.timeout)
+    except ConfigError as exc:
+        print(f"ptmon snapshot: {safe(str(exc))}", file=sys.stderr)
+        return 2
+    if not settings.targets:
+        print("ptmon snapshot: no targets: give /metrics URLs or a --config with [[targets]]", file=sys.stderr)
+        return 2
+    d = asyncio.run(collect(settings, over=args.over))
+    if args.json:
+        print(json.dumps(to_json(d), indent=2, allow_nan=False))
+    else:
+        render(d, Console())
+    if not any(t.last_success is not None for t in d.targets):
+        print("ptmon snapshot: no target answered", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,146 @@
+"""``ptmon snapshot``: the real command as a subprocess against a served exporter, plus its renderers."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from exporters.rollout import RolloutExporter
+from exporters.serve import serve
+from exporters.trainer import TrainerExporter
+from monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
+from monitor.snapshot import render, to_json
+
+PTMON = str(Path(sys.executable).with_name("ptmon"))
+REQUIRED = ("rollout_rate_per_s", "rollout_tokens_per_s", "weight_sync_p50_s", "weight_sync_p99_s",
+            "weight_sync_count", "staleness_max", "spend_dollars", "burn_dollars_per_hour",
+            "ipd_points_per_kilodollar", "marginal_ipd_points_per_kilodollar", "targets", "alerts")
+
+
+def closed_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/metrics"
+
+
+def ptmon(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PTMON, "snapshot", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def busy_rollout_worker():
+    """A real rollout exporter on loopback, fed 200 rollouts/s by a thread while the test runs."""
+    worker = RolloutExporter(run="snap", model="m", algorithm="grpo", gpus=2, gpu_hour_price=3.0)
+    trainer = TrainerExporter(run="snap", model="m", algorithm="grpo", gpus=4, gpu_hour_price=3.0)
+    trainer.publish_policy(3)
+    stop = threading.Event()
+
+    def feed() -> None:
+        while not stop.is_set():
+            for _ in range(2):
+                worker.record_rollout(env="math", tokens=50, policy_version=2)
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=feed, daemon=True)
+    servers = [serve(worker.registry), serve(trainer.registry)]
+    thread.start()
+    try:
+        yield servers
+    finally:
+        stop.set()
+        thread.join()
+        for s in servers:
+            s.close()
+
+
+def test_snapshot_json_against_served_exporters(busy_rollout_worker) -> None:
+    urls = [s.url for s in busy_rollout_worker]
+    proc = ptmon(*urls, "--over", "2", "--json", "--interval", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    for key in REQUIRED:
+        assert key in doc, key
+    assert [(t["url"], t["role"], t["up"], t["error"]) for t in doc["targets"]] == [
+        (urls[0], "rollout", True, None), (urls[1], "trainer", True, None)]
+    assert all(set(t) >= {"name", "url", "role", "up", "error"} for t in doc["targets"])
+    # ~200 rollouts/s (a sleeping thread runs a little slower, never faster), 50 tokens each.
+    assert 50 < doc["rollout_rate_per_s"] < 220
+    assert doc["rollout_tokens_per_s"] == pytest.approx(50 * doc["rollout_rate_per_s"], rel=0.05)
+    assert doc["staleness_max"] == 1
+    assert doc["spend_dollars"] > 0
+    assert doc["burn_dollars_per_hour"] == pytest.approx(2 * 3.0 + 4 * 3.0, rel=0.05)
+    # Nothing measured a weight sync or an eval: null, not 0.
+    for key in ("weight_sync_p50_s", "weight_sync_p99_s", "ipd_points_per_kilodollar",
+                "marginal_ipd_points_per_kilodollar"):
+        assert doc[key] is None, key
+    assert doc["weight_sync_count"] == 0  # the counter is there and did not move: a real zero
+    assert doc["alerts"] == []
+
+
+def test_snapshot_table_against_served_exporters(busy_rollout_worker) -> None:
+    proc = ptmon(busy_rollout_worker[0].url, "--over", "1.5", "--interval", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    assert "rollouts/s" in proc.stdout and "Targets" in proc.stdout and "rollout" in proc.stdout
+
+
+def test_snapshot_exits_1_when_no_target_answers() -> None:
+    url = closed_url()
+    proc = ptmon(url, "--over", "1", "--json")
+    assert proc.returncode == 1
+    assert "no target answered" in proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["targets"][0]["up"] is False and doc["targets"][0]["error"]
+    assert doc["rollout_rate_per_s"] is None
+    assert [a["name"] for a in doc["alerts"]] == ["target_down"]
+
+
+def test_snapshot_config_error_exits_2_with_the_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "ptmon.toml"
+    cfg.write_text('interval = "soon"\n')
+    proc = ptmon("--config", str(cfg), "--over", "1")
+    assert proc.returncode == 2
+    assert str(cfg) in proc.stderr and "interval" in proc.stderr
+    assert proc.stdout == ""
+    proc = ptmon("--over", "1")
+    assert proc.returncode == 2 and "no targets" in proc.stderr
+
+
+HOSTILE = "w[bold red]1[/]\x1b[2J\x1b]0;pwned\x07"
+
+
+def hostile_dashboard() -> Dashboard:
+    return Dashboard(
+        now=1000.0, window_s=60.0, interval_s=1.0, run=HOSTILE, benchmark=HOSTILE,
+        targets=(TargetHealth(HOSTILE, "http://x/metrics", "rollout", False, error=HOSTILE),),
+        workers=(WorkerRow(HOSTILE, "rollout", False, None, None, None, None, None, "down"),),
+        alerts=(Alert("target_down", "warn", f"{HOSTILE} is down", 1000.0, HOSTILE),),
+        weight_sync_p99_s=float("nan"),
+    )
+
+
+def test_table_prints_scraped_strings_literally() -> None:
+    buf = io.StringIO()
+    render(hostile_dashboard(), Console(file=buf, force_terminal=True, width=400))
+    out = buf.getvalue()
+    assert "\x1b[2J" not in out and "\x1b]0;" not in out and "\x07" not in out
+    assert "w[bold red]1[/]\\x1b[2J\\x1b]0;pwned\\x07" in out
+    assert out.count("[bold red]") >= 5  # run, benchmark, target name and error, worker, alert: all literal
+
+
+def test_json_has_nulls_for_unknowns_and_no_nan() -> None:
+    doc = to_json(hostile_dashboard())
+    assert doc["weight_sync_p99_s"] is None  # NaN is not JSON
+    assert doc["spend_dollars"] is None and doc["level"] == "warn" and doc["targets_up"] == 0
+    text = json.dumps(doc, allow_nan=False)
+    assert json.loads(text)["targets"][0]["name"] == HOSTILE  # JSON keeps the exact string
+    assert not math.isnan(doc["now"])
