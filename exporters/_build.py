@@ -27,6 +27,7 @@ __all__ = [
     "info_family",
     "fast_inc",
     "fast_observe",
+    "histogram_parts",
 ]
 
 
@@ -90,25 +91,36 @@ def fast_inc(child: Counter) -> Callable[[float], None]:
     return inc if callable(inc) else child.inc
 
 
-def fast_observe(child: Histogram) -> Callable[[float], None]:
-    """``child.observe`` as one bisect and two value increments instead of a linear bucket scan.
+def histogram_parts(child: Histogram) -> tuple[Callable[[float], None], tuple[float, ...],
+                                                tuple[Callable[[float], None], ...]]:
+    """``(sum_inc, bounds, bucket_incs)``: observe ``x`` as ``sum_inc(x); bucket_incs[bisect_left(bounds, x)](1)``.
 
-    Same fallback rule as ``fast_inc``. The value must be a finite number
-    (checked by the caller): then ``bisect_left`` finds the first bound >= value,
-    which is the bucket prometheus_client's own loop would pick.
+    One bisect and two value increments instead of prometheus_client's linear
+    bucket scan plus checks; for a finite ``x`` (checked by the caller)
+    ``bisect_left`` finds the first bound >= x, the bucket prometheus_client's
+    own loop would pick. Same fallback rule as ``fast_inc``: if the internals
+    are not what they were, the parts degrade to the public ``observe`` (called
+    as ``sum_inc``) and a no-op bucket, so callers keep one code path.
     """
     bounds = getattr(child, "_upper_bounds", None)
     buckets = getattr(child, "_buckets", None)
     total = getattr(child, "_sum", None)
     if not (isinstance(bounds, list) and isinstance(buckets, list) and len(bounds) == len(buckets)
             and bounds and bounds[-1] == math.inf and callable(getattr(total, "inc", None))):
-        return child.observe
-    bucket_incs = tuple(bucket.inc for bucket in buckets)
-    total_inc = total.inc  # type: ignore[union-attr]
-    bounds_tuple = tuple(bounds)
+        return child.observe, (math.inf,), (_ignore,)
+    return total.inc, tuple(bounds), tuple(bucket.inc for bucket in buckets)  # type: ignore[union-attr]
+
+
+def _ignore(amount: float) -> None:
+    pass
+
+
+def fast_observe(child: Histogram) -> Callable[[float], None]:
+    """``child.observe`` built on ``histogram_parts``, for callers off the hottest path."""
+    total_inc, bounds, bucket_incs = histogram_parts(child)
 
     def observe(value: float) -> None:
         total_inc(value)
-        bucket_incs[bisect_left(bounds_tuple, value)](1)
+        bucket_incs[bisect_left(bounds, value)](1)
 
     return observe

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
@@ -78,8 +79,8 @@ class RolloutExporter(BaseExporter):
             if children is None:
                 children = (_build.fast_inc(self._rollouts.labels(env=env, outcome=outcome)),
                             _build.fast_inc(self._tokens.labels(env=env)),
-                            _build.fast_observe(self._seconds.labels(env=env)),
-                            _build.fast_observe(self._reward.labels(env=env)))
+                            *_build.histogram_parts(self._seconds.labels(env=env)),
+                            *_build.histogram_parts(self._reward.labels(env=env)))
                 self._children[(env, outcome)] = children
             return children
 
@@ -98,7 +99,8 @@ class RolloutExporter(BaseExporter):
                 if children is None:
                     self._dropped("record_rollout", (env, outcome))
                     return
-            inc_rollouts, inc_tokens, observe_seconds, observe_reward = children
+            (inc_rollouts, inc_tokens, seconds_sum, seconds_bounds, seconds_buckets,
+             reward_sum, reward_bounds, reward_buckets) = children
             inc_rollouts(1)
             bad = False
             if type(tokens) is int and 0 <= tokens < MAX_INT:
@@ -109,29 +111,27 @@ class RolloutExporter(BaseExporter):
                     bad = True
                 else:
                     inc_tokens(checked)
+            # Histograms observed inline (see _build.histogram_parts): a sum and one bucket each.
             if seconds is not None:
-                if type(seconds) is float and 0.0 <= seconds < _INF:
-                    observe_seconds(seconds)
+                checked = seconds if type(seconds) is float and 0.0 <= seconds < _INF else as_count(seconds)
+                if checked is None:
+                    bad = True
                 else:
-                    checked = as_count(seconds)
-                    if checked is None:
-                        bad = True
-                    else:
-                        observe_seconds(checked)
+                    seconds_sum(checked)
+                    seconds_buckets[bisect_left(seconds_bounds, checked)](1)
             if reward is not None:
-                if type(reward) is float and -_INF < reward < _INF:
-                    observe_reward(reward)
+                checked = reward if type(reward) is float and -_INF < reward < _INF else as_number(reward)
+                if checked is None:
+                    bad = True
                 else:
-                    checked = as_number(reward)
-                    if checked is None:
-                        bad = True
-                    else:
-                        observe_reward(checked)
+                    reward_sum(checked)
+                    reward_buckets[bisect_left(reward_bounds, checked)](1)
             if policy_version is not None and policy_version != self._last_version:
                 if not self._set_version(policy_version):
                     bad = True
             if bad:
-                self._dropped("record_rollout", (tokens, reward, seconds, policy_version))
+                self._dropped("record_rollout", dict(tokens=tokens, reward=reward, seconds=seconds,
+                                                     policy_version=policy_version))
         except Exception as exc:  # noqa: BLE001 - a metrics problem never reaches the rollout loop
             self._dropped("record_rollout", exc)
 

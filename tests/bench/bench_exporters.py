@@ -30,8 +30,8 @@ def measure(call: Callable[[], object], *, number: int, rounds: int) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--number", type=int, default=50_000, help="calls per round")
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--number", type=int, default=20_000, help="calls per round")
+    parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args(argv)
     n, rounds = args.number, args.rounds
 
@@ -51,24 +51,27 @@ def main(argv: list[str] | None = None) -> None:
         with trainer.weight_sync(version=8, nbytes=16e9):
             pass
 
-    # Interleave the measurements round by round so machine noise hits all of them alike.
-    results: dict[str, list[float]] = {"Counter.inc (baseline)": [], "record_rollout": [], "step()": [],
-                                       "weight_sync()": []}
+    # Interleave the measurements round by round so machine noise hits all of them alike, and also
+    # report each call's median *paired* ratio (this round's cost / this round's baseline), which is
+    # what stays put on a shared machine whose load drifts between rounds.
     calls = {"Counter.inc (baseline)": bare.inc, "record_rollout": one_rollout, "step()": one_step,
              "weight_sync()": one_sync}
+    results: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(rounds):
         for name, call in calls.items():
             results[name].append(measure(call, number=n, rounds=1))
+    baseline = results["Counter.inc (baseline)"]
     medians = {name: statistics.median(values) for name, values in results.items()}
+    paired = {name: statistics.median(v / b for v, b in zip(values, baseline)) for name, values in results.items()}
     base = medians["Counter.inc (baseline)"]
     print(f"median per-call cost over {rounds} rounds of {n:,} calls (same process, interleaved)")
-    print(f"{'call':<24}{'µs/call':>10}{'x Counter.inc':>16}")
+    print(f"{'call':<24}{'µs/call':>10}{'x Counter.inc':>16}{'paired ratio':>15}")
     for name, seconds in medians.items():
-        print(f"{name:<24}{seconds * 1e6:>10.2f}{seconds / base:>16.1f}")
-    rollout_us, ratio = medians["record_rollout"] * 1e6, medians["record_rollout"] / base
+        print(f"{name:<24}{seconds * 1e6:>10.2f}{seconds / base:>16.1f}{paired[name]:>15.1f}")
+    rollout_us, ratio = medians["record_rollout"] * 1e6, paired["record_rollout"]
     verdict = "meets" if rollout_us < 10 and ratio <= 8 else "MISSES"
-    print(f"record_rollout {verdict} the goal (< 10 µs and <= 8x Counter.inc): {rollout_us:.2f} µs, {ratio:.1f}x")
-
+    print(f"record_rollout {verdict} the goal (< 10 µs and <= 8x Counter.inc): {rollout_us:.2f} µs, "
+          f"{ratio:.1f}x (paired)")
 
 if __name__ == "__main__":
     main()

@@ -69,4 +69,19 @@ def test_fast_paths_fall_back_to_the_public_api_when_internals_change() -> None:
 
     opaque = Opaque()
     assert _build.fast_inc(opaque) == opaque.inc  # type: ignore[arg-type]
-    assert _build.fast_observe(opaque) == opaque.observe  # type: ignore[arg-type]
+    total_inc, bounds, bucket_incs = _build.histogram_parts(opaque)  # type: ignore[arg-type]
+    assert total_inc == opaque.observe and bounds == (float("inf"),) and len(bucket_incs) == 1
+
+
+def test_fallback_parts_still_record_through_the_public_api() -> None:
+    registry = CollectorRegistry()
+    child = _build.histogram(ROLLOUT_SECONDS, registry).labels(env="e")
+
+    class Wrapper:  # hides the internals, keeps the public API
+        def observe(self, amount: float) -> None:
+            child.observe(amount)
+
+    observe = _build.fast_observe(Wrapper())  # type: ignore[arg-type]
+    observe(3.0)
+    assert registry.get_sample_value(ROLLOUT_SECONDS.bucket, {"env": "e", "le": "5.0"}) == 1
+    assert registry.get_sample_value(ROLLOUT_SECONDS.bucket, {"env": "e", "le": "2.5"}) == 0

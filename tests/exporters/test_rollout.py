@@ -6,9 +6,11 @@ import math
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from exporters import RolloutExporter, TrainerExporter
+from exporters import RolloutExporter, TrainerExporter, _build
 from exporters.schema import (
     DEFAULT_REWARD_BUCKETS,
     ROLLOUT_OUTCOMES,
@@ -202,3 +204,28 @@ def test_sixteen_threads_give_exact_totals() -> None:
     assert total == threads * calls
     assert outcomes["error"] == outcomes["dropped_stale"] == 4 * calls  # odd indexes 1,5,9,13 and 3,7,11,15
     assert errors(reg, "record_rollout") == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["math", "code"]), st.sampled_from(ROLLOUT_OUTCOMES),
+                          st.integers(0, 10**6), st.floats(-2, 2), st.floats(0, 400)), max_size=30))
+def test_inline_fast_path_matches_the_public_api(rollouts: list) -> None:
+    """record_rollout's inlined increments expose exactly what prometheus_client's public API would."""
+    exporter = make()
+    reference = CollectorRegistry()
+    counts, tokens = _build.counter(ROLLOUTS, reference), _build.counter(ROLLOUT_TOKENS, reference)
+    seconds_h, reward_h = _build.histogram(ROLLOUT_SECONDS, reference), _build.histogram(ROLLOUT_REWARD, reference)
+    for env, outcome, n, reward, seconds in rollouts:
+        exporter.record_rollout(env=env, tokens=n, reward=reward, seconds=seconds, outcome=outcome)
+        counts.labels(env=env, outcome=outcome).inc()
+        tokens.labels(env=env).inc(n)
+        seconds_h.labels(env=env).observe(seconds)
+        reward_h.labels(env=env).observe(reward)
+    names = {ROLLOUTS.name, ROLLOUT_TOKENS.name, ROLLOUT_SECONDS.bucket, ROLLOUT_SECONDS.sum, ROLLOUT_SECONDS.count,
+             ROLLOUT_REWARD.bucket, ROLLOUT_REWARD.count}
+
+    def samples(registry: CollectorRegistry) -> list:
+        return sorted((s.name, sorted(s.labels.items()), s.value) for f in registry.collect() for s in f.samples
+                      if s.name in names)
+
+    assert samples(exporter.registry) == samples(reference)
