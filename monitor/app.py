@@ -1,11 +1,388 @@
-"""PLACEHOLDER until its issue lands."""
+"""``ptmon watch``: the live screen, fed Dashboards by an injected Feed.
+
+The app never touches a socket or a parser: it asks the Feed for a Dashboard
+once per interval, in a Textual worker whose next poll is scheduled only
+after the last one finished (so polls never pile up behind a slow feed), and
+hands the numbers to widgets. The Feed scrapes in its own tasks, so pausing
+freezes the screen but not the collection, and resuming shows no gap.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import sys
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from monitor.dashboard import Dashboard
+from monitor.feed import Feed
+from monitor.settings import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_S, WINDOWS_S, Thresholds
+from monitor.text import safe
+from monitor.widgets import (
+    CARDS,
+    AlertsTable,
+    Card,
+    Chart,
+    ChartData,
+    HeaderState,
+    HelpScreen,
+    SortFilterTable,
+    SparkCell,
+    StatusHeader,
+    TargetsTable,
+    WorkersTable,
+    card_level,
+    card_rows,
+)
+from monitor.widgets.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
+
+__all__ = ["PtmonApp", "run_watch", "INTERVALS_S", "PANELS", "COMPACT_BELOW"]
+
+INTERVALS_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # the + / - steps
+PANELS = ("targets", "workers", "alerts")
+COMPACT_BELOW = (120, 36)  # narrower or shorter than this: one table at a time, sparklines for charts
+
+
+def _step(values: tuple[float, ...], current: float, direction: int) -> float:
+    """The next value along ``values`` from ``current`` (which need not be one of them)."""
+    if direction > 0:
+        return next((v for v in values if v > current), values[-1])
+    return next((v for v in reversed(values) if v < current), values[0])
+
+
+class PtmonApp(App[int]):
+    """The live monitor; give it a Feed and it shows what the Feed collects."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "ptmon"
+
+    BINDINGS = [
+        Binding("q", "quit", "quit", tooltip="quit (Ctrl+Q too)"),
+        Binding("p", "toggle_pause", "pause", tooltip="pause/resume the screen; collection goes on, no gap"),
+        Binding("question_mark", "help", "help", key_display="?", tooltip="this help"),
+        Binding("slash", "filter", "filter", key_display="/",
+                tooltip="filter the active table (Enter keeps it, Esc clears)"),
+        Binding("s", "sort", "sort", tooltip="sort the active table by the next column"),
+        Binding("t", "panel('targets')", "targets", tooltip="show the targets table"),
+        Binding("w", "panel('workers')", "workers", tooltip="show the rollout workers table"),
+        Binding("a", "panel('alerts')", "alerts", tooltip="show the alerts"),
+        Binding("b", "baseline", "baseline", tooltip="set the intelligence-per-dollar baseline to now"),
+        Binding("plus", "interval(1)", "slower", key_display="+", tooltip="longer refresh interval"),
+        Binding("minus", "interval(-1)", "faster", key_display="-", tooltip="shorter refresh interval"),
+        Binding("left_square_bracket", "window(-1)", "window-", key_display="[",
+                tooltip="shorter window (1m 5m 15m 1h)"),
+        Binding("right_square_bracket", "window(1)", "window+", key_display="]",
+                tooltip="longer window (1m 5m 15m 1h)"),
+        Binding("escape", "close_filter", "close filter", show=False),
+    ]
+
+    def __init__(
+        self,
+        feed: Feed,
+        *,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        window_s: float = DEFAULT_WINDOW_S,
+        clock: Callable[[], float] = time.time,
+        title: str = "ptmon",
+        thresholds: Thresholds | None = None,
+    ) -> None:
+        super().__init__()
+        self.title = title
+        self._feed = feed
+        self._clock = clock
+        self.thresholds = thresholds or Thresholds()
+        self.interval_s = interval_s
+        self.window_s = window_s
+        self.paused = False
+        self.compact = False
+        self.active_panel = "targets"
+        self.dashboard: Dashboard | None = None  # what the screen shows (frozen while paused)
+        self.polls = 0  # dashboards fetched: tests and the bench wait on it
+        self._frozen_at: float | None = None
+        self._error: str | None = None
+        self._critical_seen: set[tuple[str, str | None]] = set()
+        self._wake = asyncio.Event()
+
+    # layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusHeader(id="header")
+        with Horizontal(id="cards"):
+            for card, title in CARDS:
+                yield Card(card, title, id=f"card-{card}")
+        with Horizontal(id="charts"):
+            yield Chart("eval score vs $ spent", id="chart-ipd")
+            yield Chart("rollouts/s", id="chart-rollout")
+            yield Chart("weight-sync latency", id="chart-sync")
+        with Horizontal(id="sparks"):
+            yield SparkCell("score", id="spark-ipd")
+            yield SparkCell("rollouts/s", id="spark-rollout")
+            yield SparkCell("sync", id="spark-sync")
+        with Vertical(id="bottom"):
+            with Horizontal(id="tables"):
+                yield TargetsTable(id="targets")
+                yield WorkersTable(thresholds=self.thresholds, id="workers")
+            yield AlertsTable(id="alerts")
+        yield Input(placeholder="filter: type to keep matching rows, Enter keeps, Esc clears", id="filter",
+                    compact=True)
+        yield Footer()
+
+    def table(self, panel: str | None = None) -> SortFilterTable:
+        return self.query_one(f"#{panel or self.active_panel}", SortFilterTable)
+
+    def on_resize(self, event: Resize) -> None:
+        self._relayout(event.size.width, event.size.height)
+
+    def _relayout(self, width: int, height: int) -> None:
+        """Compact below 120x36: sparklines instead of charts and one table at a time."""
+        compact = width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]
+        changed = compact != self.compact
+        self.compact = compact
+        self.screen.set_class(compact, "-compact")
+        self.query_one("#charts").display = not compact
+        self.query_one("#sparks").display = compact
+        for panel in PANELS:
+            self.query_one(f"#{panel}").display = not compact or panel == self.active_panel
+        self.query_one("#tables").display = not compact or self.active_panel != "alerts"
+        for card in self.query(Card):
+            card.set_compact(compact)
+        if changed and self.dashboard is not None:
+            self._show_trends(self.dashboard)
+
+    # data --------------------------------------------------------------------------------
+
+    async def on_mount(self) -> None:
+        self._relayout(self.size.width, self.size.height)
+        self.table().focus()
+        try:
+            await self._feed.start()
+        except Exception as exc:  # someone else's code: say what broke, keep the screen up
+            self._error = f"start: {type(exc).__name__}: {exc}"
+        self._poll_loop()
+
+    async def on_unmount(self) -> None:
+        await self._feed.aclose()
+
+    @work(exclusive=True, group="poll", exit_on_error=False)
+    async def _poll_loop(self) -> None:
+        """Poll, then sleep what is left of the interval; a key press can wake it early."""
+        while True:
+            self._wake.clear()
+            started = time.monotonic()
+            await self.poll_once()
+            delay = self.interval_s - (time.monotonic() - started)
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
+
+    def _poll_soon(self) -> None:
+        self._wake.set()
+
+    async def poll_once(self) -> None:
+        """Fetch one Dashboard and show it; while paused only the header ticks."""
+        if self.paused:
+            self._show_header()
+            return
+        try:
+            dashboard = await self._feed.dashboard(window_s=self.window_s)
+        except Exception as exc:  # a feed bug must not take the screen down: show it, try again next tick
+            self._error = f"{type(exc).__name__}: {exc}"
+            self._show_header()
+            return
+        self._error = None
+        self.polls += 1
+        self.show_dashboard(dashboard)
+
+    def show_dashboard(self, d: Dashboard) -> None:
+        self.dashboard = d
+        now = self._clock()
+        self._show_header()
+        for card, _ in CARDS:
+            self.query_one(f"#card-{card}", Card).show(card_rows(card, d, self.thresholds), card_level(card, d.alerts))
+        self._show_trends(d)
+        self.query_one("#targets", TargetsTable).show(d.targets, now)
+        self.query_one("#workers", WorkersTable).show(d.workers, now)
+        self.query_one("#alerts", AlertsTable).show(d.alerts, now)
+        self._notify_critical(d)
+
+    def _show_header(self) -> None:
+        frozen = None if self._frozen_at is None else self._clock() - self._frozen_at
+        self.query_one(StatusHeader).show(
+            HeaderState(self.dashboard, interval_s=self.interval_s, window_s=self.window_s,
+                        paused=self.paused, frozen_s=frozen, error=self._error)
+        )
+
+    def _show_trends(self, d: Dashboard) -> None:
+        """Charts in the wide layout, sparklines in the compact one: only the visible ones are drawn."""
+        bench = safe(d.benchmark) if d.benchmark else "score"
+        if self.compact:
+            self.query_one("#spark-ipd", SparkCell).show(
+                [e.score for e in d.eval_curve], Text(f"{bench} {fmt_score(d.score)}"))
+            self.query_one("#spark-rollout", SparkCell).show(
+                [v for _, v in d.rollout_rate_series], Text(fmt_rate(d.rollout_rate_per_s, "")))
+            self.query_one("#spark-sync", SparkCell).show(
+                [v for _, v in d.weight_sync_series], Text(f"p99 {fmt_seconds(d.weight_sync_p99_s)}"))
+            return
+        spends = [e.spend_dollars for e in d.eval_curve]
+        marks = () if d.baseline_spend_dollars is None else (d.baseline_spend_dollars,)
+        self.query_one("#chart-ipd", Chart).show(
+            ChartData(
+                points=tuple((e.spend_dollars, e.score) for e in d.eval_curve),
+                marks=marks,
+                hline=d.baseline_score,
+                x_labels=(fmt_money(min(spends)), fmt_money(max(spends))) if spends else ("", ""),
+                y_format=fmt_score,
+                empty="no evals yet",
+            ),
+            subtitle=f"{bench} {fmt_score(d.score)} · ┄ baseline",
+        )
+        span = (d.now - d.window_s, d.now)
+        ago = (f"-{fmt_window(d.window_s)}", "now")
+        self.query_one("#chart-rollout", Chart).show(
+            ChartData(points=d.rollout_rate_series, x_range=span, marks=d.sync_events, x_labels=ago),
+            subtitle=f"{fmt_rate(d.rollout_rate_per_s)} · ╎ weight sync",
+        )
+        self.query_one("#chart-sync", Chart).show(
+            ChartData(points=d.weight_sync_series, x_range=span, x_labels=ago, y_format=fmt_seconds,
+                      empty="no syncs in the window"),
+            subtitle=f"p50 {fmt_seconds(d.weight_sync_p50_s)} · p99 {fmt_seconds(d.weight_sync_p99_s)}",
+        )
+
+    def _notify_critical(self, d: Dashboard) -> None:
+        """A toast for each critical alert not critical on the last dashboard shown."""
+        current = {(a.name, a.subject) for a in d.alerts if a.level == "critical"}
+        for alert in d.alerts:
+            if alert.level == "critical" and (alert.name, alert.subject) not in self._critical_seen:
+                self.notify(safe(alert.message), title=safe(alert.name), severity="error", markup=False)
+        self._critical_seen = current
+
+    # actions -----------------------------------------------------------------------------
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self._frozen_at = self._clock() if self.paused else None
+        self._show_header()
+        if not self.paused:
+            self._poll_soon()
+
+    def action_interval(self, direction: int) -> None:
+        self.interval_s = _step(INTERVALS_S, self.interval_s, direction)
+        self._feed.set_interval(self.interval_s)
+        self._show_header()
+        self._poll_soon()
+
+    def action_window(self, direction: int) -> None:
+        self.window_s = _step(WINDOWS_S, self.window_s, direction)
+        self._show_header()
+        self._poll_soon()
+
+    def action_baseline(self) -> None:
+        self._feed.set_baseline_now()
+        self.notify("intelligence-per-dollar baseline set to the latest eval", title="baseline")
+        self._poll_soon()
+
+    def action_panel(self, panel: str) -> None:
+        self.active_panel = panel
+        self._relayout(self.size.width, self.size.height)
+        self.table(panel).focus()
+
+    def action_sort(self) -> None:
+        self.table().cycle_sort()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = self.table().filter_text
+        box.placeholder = f"filter {self.active_panel}: Enter keeps, Esc clears"
+        box.display = True
+        box.focus()
+
+    def action_close_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        if box.display:
+            box.value = ""
+            self.table().set_filter("")
+            box.display = False
+            self.table().focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.table().set_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            event.input.display = False
+            self.table().focus()
+
+    def on_descendant_focus(self, event) -> None:  # a click or Tab into a table makes it the active one
+        if isinstance(event.widget, SortFilterTable) and event.widget.id in PANELS:
+            self.active_panel = event.widget.id
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
+        else:
+            self.push_screen(HelpScreen([b for b in self.BINDINGS if b.show]))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Pause / resume", "freeze the screen; collection goes on", self.action_toggle_pause)
+        yield SystemCommand("Set baseline to now", "intelligence per dollar counts from the latest eval",
+                            self.action_baseline)
+        for panel in PANELS:
+            yield SystemCommand(f"Show {panel}", f"show and focus the {panel} table",
+                                partial(self.action_panel, panel))
+        for window in WINDOWS_S:
+            yield SystemCommand(f"Window {fmt_window(window)}", "measure rates and quantiles over this window",
+                                partial(self._set_window, window))
+        yield SystemCommand("Keys", "every key binding", self.action_help)
+
+    def _set_window(self, window_s: float) -> None:
+        self.window_s = window_s
+        self._show_header()
+        self._poll_soon()
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    print("ptmon watch: not implemented yet", file=sys.stderr)
-    return 2
+    """``ptmon watch URL ... | --config FILE``: exit 2 with a message when there is nothing to watch."""
+    from monitor.config import ConfigError, load_settings
+    from monitor.live import LiveFeed
+
+    try:
+        settings = load_settings(
+            config_path=args.config,
+            urls=args.urls,
+            interval_s=args.interval,
+            window_s=args.window,
+            timeout_s=args.timeout,
+        )
+    except ConfigError as exc:
+        print(f"ptmon watch: {exc}", file=sys.stderr)
+        return 2
+    if not settings.targets:
+        print(
+            "usage: ptmon watch URL [URL ...] | --config FILE\n"
+            "ptmon watch: no targets: give /metrics URLs (host:port is enough) or a ptmon.toml with targets",
+            file=sys.stderr,
+        )
+        return 2
+    app = PtmonApp(
+        LiveFeed(settings),
+        interval_s=settings.interval_s,
+        window_s=settings.window_s,
+        thresholds=settings.thresholds,
+    )
+    app.run()
+    return app.return_code or 0

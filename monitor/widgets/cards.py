@@ -1,0 +1,237 @@
+"""The five headline cards: the answers to "is this run healthy and worth it?".
+
+Each card is a titled box of label/value rows whose border takes the colour
+of the worst alert about it. Which alerts belong to which card is decided by
+the alert's rule name (:func:`card_for_alert`), so a new rule lands on the
+right card without the UI knowing its exact name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import RenderResult
+from textual.widget import Widget
+
+from monitor.dashboard import Alert, Dashboard, Level
+from monitor.settings import Thresholds
+from monitor.widgets.format import (
+    DASH,
+    fmt_bytes_rate,
+    fmt_duration,
+    fmt_money,
+    fmt_num,
+    fmt_rate,
+    fmt_score,
+    fmt_seconds,
+    lit,
+)
+
+__all__ = [
+    "CARDS",
+    "Card",
+    "CardRow",
+    "card_for_alert",
+    "card_level",
+    "card_rows",
+    "trend_arrow",
+]
+
+CardRow = tuple[Text | str, Text | str]
+
+# (card id, title) in screen order.
+CARDS: tuple[tuple[str, str], ...] = (
+    ("ipd", "intelligence/$"),
+    ("rollout", "rollouts"),
+    ("sync", "weight sync"),
+    ("staleness", "staleness"),
+    ("trainer", "trainer"),
+)
+
+# At 80 columns a card has 14 cells: shorter titles and labels keep the values whole.
+_SHORT = {
+    "intelligence/$": "pts/k$",
+    "weight sync": "sync",
+    "staleness": "stale",
+    "cumulative": "cum",
+    "marginal": "marg",
+    "$/next pt": "$/pt",
+    "baseline": "base",
+    "rollouts": "roll",
+    "tokens": "tok",
+    "10m median": "med",
+    "errors": "err",
+    "$/M tok": "$/Mt",
+    "failures": "fail",
+    "warn/crit": "lim",
+    "policy": "ver",
+    "step time": "step",
+    "last step": "last",
+}
+
+# First match wins: "worker_stale" is a staleness alert, not a rollout one.
+_ALERT_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("staleness", ("stale",)),
+    ("sync", ("sync",)),
+    ("trainer", ("trainer", "stall", "step")),
+    ("rollout", ("rollout", "worker", "engine", "queue", "kv_cache")),
+    ("ipd", ("ipd", "intelligence", "marginal", "eval", "progress", "score", "spend", "burn", "money")),
+)
+
+_RANK = {"ok": 0, "warn": 1, "critical": 2}
+
+
+def card_for_alert(name: str) -> str | None:
+    """The card an alert rule is about, or None (e.g. ``target_down``: the header and tables show it)."""
+    lowered = name.lower()
+    for card, words in _ALERT_WORDS:
+        if any(word in lowered for word in words):
+            return card
+    return None
+
+
+def card_level(card: str, alerts: Iterable[Alert]) -> Level:
+    level: Level = "ok"
+    for alert in alerts:
+        if card_for_alert(alert.name) == card and _RANK.get(alert.level, 0) > _RANK[level]:
+            level = alert.level
+    return level
+
+
+def trend_arrow(rate: float | None, median: float | None) -> Text:
+    """▲/▼ when the rate is 10% off its 10-minute median, ▶ when level, nothing when unknown."""
+    if rate is None or median is None or median <= 0:
+        return Text("")
+    ratio = rate / median
+    if ratio >= 1.1:
+        return Text(" ▲", style="green")
+    if ratio <= 0.9:
+        return Text(" ▼", style="red" if ratio <= 0.5 else "yellow")
+    return Text(" ▶", style="dim")
+
+
+def _against(value: float | None, warn: float, critical: float) -> Text:
+    text = Text(fmt_num(value))
+    if value is not None:
+        if value >= critical:
+            text.stylize("bold red")
+        elif value >= warn:
+            text.stylize("yellow")
+    return text
+
+
+def _ago(seconds: float | None) -> str:
+    return DASH if seconds is None else f"{fmt_duration(seconds)} ago"
+
+
+def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
+    """The label/value rows of one card; pure, so tests read them without a screen."""
+    if card == "ipd":
+        bench = lit(d.benchmark) if d.benchmark is not None else Text("score")
+        return [
+            ("cumulative", f"{fmt_num(d.ipd_points_per_kilodollar)}/k$"),
+            ("marginal", f"{fmt_num(d.marginal_ipd_points_per_kilodollar)}/k$"),
+            ("$/next pt", fmt_money(d.dollars_per_next_point)),
+            (bench, fmt_score(d.score)),
+            ("baseline", fmt_score(d.baseline_score)),
+        ]
+    if card == "rollout":
+        rate = Text(fmt_rate(d.rollout_rate_per_s))
+        rate.append_text(trend_arrow(d.rollout_rate_per_s, d.rollout_rate_median_10m))
+        return [
+            ("rollouts", rate),
+            ("tokens", fmt_rate(d.rollout_tokens_per_s)),
+            ("10m median", fmt_rate(d.rollout_rate_median_10m)),
+            ("errors", fmt_rate(d.rollout_error_rate_per_s)),
+            ("$/M tok", fmt_money(d.dollars_per_million_rollout_tokens)),
+        ]
+    if card == "sync":
+        failures = Text(fmt_num(d.weight_sync_failures))
+        if d.weight_sync_failures:
+            failures.stylize("bold red")
+        return [
+            ("p50", fmt_seconds(d.weight_sync_p50_s)),
+            ("p99", fmt_seconds(d.weight_sync_p99_s)),
+            ("last", fmt_seconds(d.weight_sync_last_s)),
+            ("rate", fmt_bytes_rate(d.weight_sync_bytes_per_s)),
+            ("failures", failures),
+        ]
+    if card == "staleness":
+        worst = _against(d.staleness_max, thresholds.staleness_warn, thresholds.staleness_critical)
+        worst.append(f" / {fmt_num(thresholds.staleness_warn)}", style="dim")
+        return [
+            ("max", worst),
+            ("mean", _against(d.staleness_mean, thresholds.staleness_warn, thresholds.staleness_critical)),
+            ("warn/crit", f"{fmt_num(thresholds.staleness_warn)}/{fmt_num(thresholds.staleness_critical)}"),
+            ("policy", DASH if d.policy_version is None else f"v{d.policy_version:.0f}"),
+        ]
+    if card == "trainer":
+        return [
+            ("steps", fmt_rate(d.steps_per_s)),
+            ("step time", fmt_seconds(d.step_seconds)),
+            ("last step", _ago(d.seconds_since_last_step)),
+            ("tokens", fmt_rate(d.trainer_tokens_per_s)),
+            ("loss", fmt_num(d.loss)),
+        ]
+    raise ValueError(f"unknown card {card!r}")
+
+
+class Card(Widget):
+    """One headline card: label/value rows in a box coloured by its alert level."""
+
+    DEFAULT_CSS = """
+    Card {
+        width: 1fr;
+        height: 100%;
+        border: round $panel-lighten-2;
+        border-title-color: $text;
+        border-title-style: bold;
+        padding: 0 1;
+    }
+    Card.-compact { padding: 0; }
+    Card.-warn { border: round $warning; border-title-color: $warning; }
+    Card.-critical { border: heavy $error; border-title-color: $error; }
+    """
+
+    def __init__(self, card: str, title: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.card = card
+        self.title = title
+        self.border_title = title
+        self._rows: Sequence[CardRow] = ()
+        self._plain: tuple[str, ...] = ()
+        self.level: Level = "ok"
+
+    def show(self, rows: Sequence[CardRow], level: Level) -> None:
+        if level != self.level:
+            self.remove_class(f"-{self.level}")
+            self.level = level
+            self.add_class(f"-{level}")
+        plain = tuple(f"{label}\0{value}" for label, value in rows) + tuple(
+            repr(value.spans) for _, value in rows if isinstance(value, Text)
+        )
+        if plain != self._plain:
+            self._rows, self._plain = rows, plain
+            self.refresh()
+
+    @property
+    def rows(self) -> Sequence[CardRow]:
+        return self._rows
+
+    def set_compact(self, compact: bool) -> None:
+        self.set_class(compact, "-compact")
+        self.border_title = _SHORT.get(self.title, self.title) if compact else self.title
+        self.refresh()
+
+    def render(self) -> RenderResult:
+        grid = Table.grid(expand=True)
+        grid.add_column(style="dim", no_wrap=True, overflow="ellipsis", ratio=1)
+        grid.add_column(justify="right", no_wrap=True, overflow="ellipsis")
+        compact = self.has_class("-compact")
+        for label, value in self._rows:  # Text, never a str: a str would be parsed as markup
+            if isinstance(label, str):
+                label = Text(_SHORT.get(label, label) if compact else label)
+            grid.add_row(label, Text(value) if isinstance(value, str) else value)
+        return grid

@@ -1,0 +1,196 @@
+"""Line charts drawn in braille, sized to whatever box the layout gives them.
+
+A terminal cell holds a 2x4 grid of braille dots, so a 50x10 box is a 100x40
+plot: enough to read a trend and spot a spike without a plotting dependency.
+:func:`plot` is a pure function of the data and the size (tested on its own);
+:class:`Chart` only re-draws when the data or its size changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import RenderResult
+from textual.widget import Widget
+
+from monitor.widgets.format import fmt_num
+
+__all__ = ["ChartData", "plot", "Chart"]
+
+Point = tuple[float, float]
+
+# Braille dot bits by (column, row) inside one cell.
+_BITS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
+
+
+@dataclass(frozen=True, slots=True)
+class ChartData:
+    """What one chart shows; equal data means no re-draw."""
+
+    points: tuple[Point, ...] = ()
+    x_range: tuple[float, float] | None = None  # None: the points' own range
+    marks: tuple[float, ...] = ()  # x positions drawn as vertical ticks (sync events, the baseline)
+    hline: float | None = None  # y of a horizontal reference line (the baseline score)
+    x_labels: tuple[str, str] = ("", "")
+    y_format: Callable[[float], str] = fmt_num
+    empty: str = "no data yet"
+
+
+def _finite(points: Sequence[Point]) -> list[Point]:
+    return [(x, y) for x, y in points if math.isfinite(x) and math.isfinite(y)]
+
+
+def _line(x0: int, y0: int, x1: int, y1: int) -> list[tuple[int, int]]:
+    """Dots on the segment between two dots (Bresenham), ends included."""
+    dots = []
+    dx, dy = abs(x1 - x0), -abs(y1 - y0)
+    sx, sy = (1 if x0 < x1 else -1), (1 if y0 < y1 else -1)
+    err = dx + dy
+    while True:
+        dots.append((x0, y0))
+        if x0 == x1 and y0 == y1:
+            return dots
+        e2 = 2 * err
+        if e2 >= dy:
+            err += dy
+            x0 += sx
+        if e2 <= dx:
+            err += dx
+            y0 += sy
+
+
+def plot(
+    data: ChartData,
+    *,
+    width: int,
+    height: int,
+    line_style: str = "bold cyan",
+    mark_style: str = "yellow",
+    hline_style: str = "magenta",
+    axis_style: str = "dim",
+) -> Text:
+    """``data`` drawn into exactly ``height`` lines of at most ``width`` cells."""
+    if width <= 0 or height <= 0:
+        return Text()
+    points = _finite(data.points)
+    if not points:
+        blank = [""] * height
+        blank[(height - 1) // 2] = data.empty.center(width)[:width].rstrip()
+        return Text("\n".join(blank), style=axis_style, no_wrap=True, overflow="crop")
+
+    xs = [x for x, _ in points]
+    ys = [y for _, y in points]
+    x0, x1 = data.x_range if data.x_range is not None else (min(xs), max(xs))
+    if x1 <= x0:
+        x0, x1 = x0 - 1.0, x0 + 1.0
+    ylo, yhi = min(ys), max(ys)
+    if data.hline is not None and math.isfinite(data.hline):
+        ylo, yhi = min(ylo, data.hline), max(yhi, data.hline)
+    if yhi <= ylo:
+        pad = abs(yhi) * 0.1 or 1.0
+        ylo, yhi = ylo - pad, yhi + pad
+    if ylo >= 0 and ylo < 0.25 * yhi:
+        ylo = 0.0  # rates read best from zero when zero is near
+
+    top_label, bottom_label = data.y_format(yhi), data.y_format(ylo)
+    gutter = max(len(top_label), len(bottom_label)) + 1
+    show_x = height >= 3
+    plot_h = height - 1 if show_x else height
+    plot_w = width - gutter
+    if plot_w < 2:
+        return Text("\n".join([""] * height))
+    dots_w, dots_h = plot_w * 2, plot_h * 4
+
+    def dot_x(x: float) -> int:
+        return min(dots_w - 1, max(0, round((x - x0) / (x1 - x0) * (dots_w - 1))))
+
+    def dot_y(y: float) -> int:
+        return min(dots_h - 1, max(0, round((yhi - y) / (yhi - ylo) * (dots_h - 1))))
+
+    grid = [[0] * plot_w for _ in range(plot_h)]
+    previous: tuple[int, int] | None = None
+    for x, y in sorted(points):
+        if not x0 <= x <= x1:
+            previous = None
+            continue
+        here = (dot_x(x), dot_y(y))
+        for dx, dy in _line(*previous, *here) if previous else [here]:
+            grid[dy // 4][dx // 2] |= _BITS[dx % 2][dy % 4]
+        previous = here
+
+    mark_cols = {dot_x(m) // 2 for m in data.marks if math.isfinite(m) and x0 <= m <= x1}
+    hline_row = None
+    if data.hline is not None and math.isfinite(data.hline):
+        hline_row = dot_y(data.hline) // 4
+
+    text = Text(no_wrap=True, overflow="crop")
+    for row in range(plot_h):
+        label = top_label if row == 0 else bottom_label if row == plot_h - 1 else ""
+        text.append(label.rjust(gutter - 1) + "│", style=axis_style)
+        run: list[str] = []
+        run_style = ""
+        for col in range(plot_w):
+            mask = grid[row][col]
+            if mask:
+                char, style = chr(0x2800 + mask), line_style
+            elif col in mark_cols:
+                char, style = "╎", mark_style
+            elif row == hline_row:
+                char, style = "┄", hline_style
+            else:
+                char, style = " ", ""
+            if style != run_style and run:
+                text.append("".join(run), style=run_style)
+                run = []
+            run_style = style
+            run.append(char)
+        if run:
+            text.append("".join(run), style=run_style)
+        text.append("\n")
+    if show_x:
+        left, right = data.x_labels
+        room = plot_w + 1
+        axis = left + right.rjust(max(0, room - len(left)))
+        text.append(" " * (gutter - 1) + axis[:room], style=axis_style)
+    else:
+        text.rstrip()
+    return text
+
+
+class Chart(Widget):
+    """A bordered braille chart; ``show`` it new data, it re-draws only on change."""
+
+    DEFAULT_CSS = """
+    Chart {
+        width: 1fr;
+        height: 1fr;
+        border: round $panel-lighten-2;
+        border-title-color: $text;
+        padding: 0 1 0 0;
+    }
+    """
+
+    def __init__(self, title: str, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.border_title = title
+        self._data = ChartData()
+        self._subtitle = ""
+
+    @property
+    def data(self) -> ChartData:
+        return self._data
+
+    def show(self, data: ChartData, *, subtitle: str = "") -> None:
+        if subtitle != self._subtitle:
+            self._subtitle = subtitle
+            self.border_subtitle = Text(subtitle)
+        if data != self._data:
+            self._data = data
+            self.refresh()
+
+    def render(self) -> RenderResult:
+        size = self.content_size
+        return plot(self._data, width=size.width, height=size.height)

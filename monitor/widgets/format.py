@@ -1,0 +1,146 @@
+"""Numbers and scraped strings as short, honest screen text.
+
+Every value on a Dashboard may be ``None`` (not known yet); the screen shows
+an em dash for it rather than a zero that would look like a measurement.
+Scraped strings go through :func:`lit`, which returns a ``rich.text.Text``
+(never parsed as markup) of :func:`monitor.text.safe` (control characters made
+visible), so a hostile label can neither style the screen nor drive the
+terminal.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+
+from monitor.text import safe
+
+__all__ = [
+    "DASH",
+    "lit",
+    "fmt_num",
+    "fmt_rate",
+    "fmt_seconds",
+    "fmt_duration",
+    "fmt_money",
+    "fmt_bytes_rate",
+    "fmt_window",
+    "fmt_score",
+]
+
+DASH = "—"
+
+
+def _known(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def lit(s: str | None, style: str = "") -> Text:
+    """Scraped text shown literally: markup stays brackets, controls become escapes."""
+    if s is None:
+        return Text(DASH, style="dim")
+    return Text(safe(s), style=style)
+
+
+def fmt_num(x: float | None, digits: int = 3) -> str:
+    """A compact number: 3 significant figures, k/M/G above ten thousand."""
+    if not _known(x):
+        return DASH
+    assert x is not None
+    a = abs(x)
+    for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e4, "k")):
+        if a >= limit:
+            return f"{x / limit:.{max(digits - 2, 1)}f}{suffix}"
+    if x == int(x):
+        return f"{int(x)}"  # counts, versions, staleness: no fake decimals
+    if a >= 100:
+        return f"{x:.0f}"
+    if a >= 10:
+        return f"{x:.{max(digits - 2, 0)}f}"
+    if a >= 0.01:
+        return f"{x:.{max(digits - 1, 0)}f}"
+    return f"{x:.1e}"
+
+
+def fmt_rate(x: float | None, unit: str = "/s") -> str:
+    return DASH if not _known(x) else f"{fmt_num(x)}{unit}"
+
+
+def fmt_seconds(s: float | None) -> str:
+    """A latency: ms below one second, seconds with a decimal below a minute."""
+    if not _known(s):
+        return DASH
+    assert s is not None
+    if s < 0:
+        return f"-{fmt_seconds(-s)}"
+    if s < 1:
+        return f"{s * 1000:.0f}ms"
+    if s < 10:
+        return f"{s:.2f}s"
+    if s < 60:
+        return f"{s:.1f}s"
+    return fmt_duration(s)
+
+
+def fmt_duration(s: float | None) -> str:
+    """A span of time at the two largest units that matter: 45s, 3m12s, 2h05m, 3d04h."""
+    if not _known(s):
+        return DASH
+    assert s is not None
+    s = max(0.0, s)
+    whole = int(s)
+    days, rem = divmod(whole, 86400)
+    hours, rem = divmod(rem, 3600)
+    minutes, seconds = divmod(rem, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{seconds:02d}s"
+    return f"{whole}s"
+
+
+def fmt_money(x: float | None) -> str:
+    """Dollars: cents below $100, whole dollars with thousands separators above."""
+    if not _known(x):
+        return DASH
+    assert x is not None
+    sign = "-" if x < 0 else ""
+    a = abs(x)
+    if a >= 1e6:
+        return f"{sign}${a / 1e6:.2f}M"
+    if a >= 100:
+        return f"{sign}${a:,.0f}"
+    return f"{sign}${a:.2f}"
+
+
+def fmt_bytes_rate(x: float | None) -> str:
+    """Bytes per second in decimal units (GB/s is what NICs and NVLink are sold in)."""
+    if not _known(x):
+        return DASH
+    assert x is not None
+    for limit, unit in ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s")):
+        if abs(x) >= limit:
+            return f"{x / limit:.2f} {unit}"
+    return f"{x:.0f} B/s"
+
+
+def fmt_window(s: float) -> str:
+    """A window or interval as people say it: 1m, 5m, 1h, 0.5s."""
+    if s >= 3600 and s % 3600 == 0:
+        return f"{s / 3600:.0f}h"
+    if s >= 60 and s % 60 == 0:
+        return f"{s / 60:.0f}m"
+    if s == int(s):
+        return f"{s:.0f}s"
+    return f"{s:g}s"
+
+
+def fmt_score(x: float | None) -> str:
+    """An eval score: three decimals for [0, 1] scores, fewer for points."""
+    if not _known(x):
+        return DASH
+    assert x is not None
+    return f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"

@@ -1,0 +1,453 @@
+"""The live TUI driven as a person would (Pilot), on a deterministic fake Feed and clock.
+
+The screen is read back from the exported screenshot (tests/monitor/screen.py),
+so each assertion is about what a person would see, not about widget internals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from monitor.app import INTERVALS_S, PtmonApp
+from monitor.dashboard import Dashboard
+from monitor.feed import Feed
+from monitor.settings import WINDOWS_S
+from monitor.widgets import Card, Chart, HelpScreen, SparkCell, StatusHeader
+from tests.monitor.fakes import HOSTILE, FakeClock, FakeFeed
+from tests.monitor.screen import screen_lines, screen_text
+
+WIDE, SMALL = (160, 48), (80, 24)
+
+
+def make_app(**feed_options) -> tuple[PtmonApp, FakeFeed, FakeClock]:
+    clock = FakeClock()
+    feed = FakeFeed(clock=clock, **feed_options)
+    return PtmonApp(feed, clock=clock, interval_s=1.0, window_s=300.0), feed, clock
+
+
+async def settle(pilot: Pilot) -> None:
+    """Wait for the first dashboard and for the footer to list the keys."""
+    app = pilot.app
+    for _ in range(500):
+        if app.polls and app.query_one("Footer").children:
+            break
+        await pilot.pause(0.01)
+    await pilot.pause()
+
+
+async def poll(pilot: Pilot) -> None:
+    await pilot.app.poll_once()
+    await pilot.pause()
+
+
+def row_texts(app: PtmonApp, panel: str) -> list[str]:
+    table = app.table(panel)
+    return [" ".join(cell.plain for cell in table.get_row_at(i)) for i in range(table.row_count)]
+
+
+def test_fake_feed_is_a_feed() -> None:
+    assert isinstance(FakeFeed(), Feed)
+
+
+async def test_first_dashboard_fills_the_screen_and_the_feed_is_started_and_closed() -> None:
+    app, feed, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        assert feed.started
+        text = screen_text(app)
+        assert "grpo-math-7b-r3" in text and "Qwen2.5-7B-Instruct" in text
+        assert "targets 8/8" in text
+        assert "up 3h12m" in text
+        assert "$98.20/h" in text
+        assert "every 1s" in text and "window 5m" in text
+        assert app.table("targets").visible_keys()[0] == "eval"  # sorted by name
+        assert len(app.table("workers").visible_keys()) == 6
+        assert "worker_stale" in text  # the alerts panel
+        # the staleness card carries the warn alert's colour; the others stay ok
+        assert app.query_one("#card-staleness", Card).level == "warn"
+        assert app.query_one("#card-sync", Card).level == "ok"
+        assert not feed.closed
+    assert feed.closed
+
+
+async def test_unknown_numbers_show_a_dash_not_zero() -> None:
+    class EmptyFeed(FakeFeed):
+        def build(self, *, window_s: float) -> Dashboard:
+            return Dashboard(now=self.clock(), window_s=window_s, interval_s=1.0)
+
+    clock = FakeClock()
+    app = PtmonApp(EmptyFeed(clock=clock), clock=clock)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        rows = dict((str(k), str(v)) for k, v in app.query_one("#card-sync", Card).rows)
+        assert rows["p99"] == "—" and rows["failures"] == "—"
+        assert "no evals yet" in screen_text(app)
+
+
+async def test_help_screen_lists_every_key_in_the_footer() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        help_text = screen_text(app)
+        shown = [b for b in app.BINDINGS if b.show]
+        assert len(shown) == 13
+        footer = screen_lines(app)[-1]
+        for binding in shown:
+            key = binding.key_display or binding.key
+            assert f"│  {key}  {binding.tooltip}" in help_text, (key, help_text)
+            assert f"{key} {binding.description}" in footer
+        await pilot.press("question_mark")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("question_mark", "escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_q_quits() -> None:
+    app, feed, _ = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_code == 0
+    assert feed.closed
+
+
+async def test_p_freezes_the_screen_and_resuming_shows_the_latest_without_a_gap() -> None:
+    app, feed, clock = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        before = app.dashboard
+        await pilot.press("p")
+        assert app.paused
+        clock.advance(40)
+        feed.kill("rollout-2")
+        await poll(pilot)
+        text = screen_text(app)
+        assert app.dashboard is before
+        assert "PAUSED 40s" in text
+        assert "targets 8/8" in text and "DOWN" not in text
+        await pilot.press("p")
+        await poll(pilot)
+        text = screen_text(app)
+        assert not app.paused and "PAUSED" not in text
+        assert "targets 7/8" in text and "DOWN" in text
+        assert app.dashboard is not None and app.dashboard.now == clock()
+        # the window's series kept filling while paused: no hole at the pause
+        times = [t for t, _ in app.dashboard.rollout_rate_series]
+        assert max(b - a for a, b in zip(times, times[1:])) <= 300 / 120 + 1e-9
+
+
+async def test_plus_and_minus_step_the_interval_and_tell_the_feed() -> None:
+    app, feed, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press("plus")
+        assert app.interval_s == 2.0 and feed.intervals == [2.0]
+        await pilot.press("plus", "plus")
+        assert app.interval_s == 10.0
+        await pilot.press("minus", "minus", "minus", "minus", "minus")
+        assert app.interval_s == INTERVALS_S[0] and feed.intervals[-1] == INTERVALS_S[0]
+        await pilot.pause()
+        assert "every 0.5s" in screen_text(app)
+
+
+async def test_brackets_step_the_window_through_1m_5m_15m_1h() -> None:
+    app, feed, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        seen = []
+        for key in ["right_square_bracket"] * 3 + ["left_square_bracket"] * 4:
+            await pilot.press(key)
+            seen.append(app.window_s)
+        assert seen == [900.0, 3600.0, 3600.0, 900.0, 300.0, 60.0, 60.0]
+        await poll(pilot)
+        assert feed.windows[-1] == WINDOWS_S[0]
+        assert "window 1m" in screen_text(app)
+        assert app.query_one("#chart-rollout", Chart).data.x_labels == ("-1m", "now")
+
+
+async def test_slash_filters_the_active_table_enter_keeps_escape_clears() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        box = app.query_one("#filter", Input)
+        assert box.display and box.has_focus
+        await pilot.press(*"rollout-1")
+        assert app.table("targets").visible_keys() == ["rollout-1"]
+        assert not app.paused  # "p" typed into the filter is text, not the pause key
+        await pilot.press("enter")
+        assert not box.display and app.table("targets").has_focus
+        await poll(pilot)
+        assert app.table("targets").visible_keys() == ["rollout-1"]  # the filter survives new data
+        assert "filter: rollout-1" in screen_text(app)
+        await pilot.press("slash", "escape")
+        assert not box.display
+        assert len(app.table("targets").visible_keys()) == 8
+
+
+async def test_filter_matches_any_column_of_the_workers_table() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press("w", "slash", *"stale", "enter")
+        assert app.table("workers").visible_keys() == ["rollout-3"]
+        assert app.table("targets").filter_text == ""
+
+
+async def test_s_cycles_the_sort_column_and_changes_the_order() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        workers = app.table("workers")
+        assert workers.sort_label == "worker"
+        await pilot.press("s")  # rollouts/s, ascending
+        assert workers.sort_label == "rollouts/s"
+        rates = [app.dashboard.workers[[w.name for w in app.dashboard.workers].index(k)].rollouts_per_s
+                 for k in workers.visible_keys()]
+        assert rates == sorted(rates)
+        for _ in range(4):
+            await pilot.press("s")
+        assert workers.sort_label == "reward"
+        await pilot.press("s", "s")
+        assert workers.sort_label == "worker"
+        await pilot.press("t", "s", "s")  # targets by up: down first
+        assert app.table("targets").sort_label == "up"
+
+
+async def test_clicking_a_header_sorts_by_it_and_again_reverses() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        targets = app.table("targets")
+        await pilot.click("#targets", offset=(2, 1))  # the "name" header
+        await pilot.pause()
+        assert targets.sort_label == "name" and targets.sort_reverse
+        assert targets.visible_keys()[0] == "trainer"
+
+
+async def test_t_w_a_switch_the_panel_and_in_compact_layout_show_only_it() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        assert app.compact
+        for key, panel in (("w", "workers"), ("a", "alerts"), ("t", "targets")):
+            await pilot.press(key)
+            assert app.active_panel == panel and app.table(panel).has_focus
+            shown = [p for p in ("targets", "workers", "alerts") if app.table(p).display]
+            assert shown == [panel]
+            assert app.table(panel).region.height > 5
+
+
+async def test_b_sets_the_baseline_to_now() -> None:
+    app, feed, clock = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        first = app.dashboard.baseline_score
+        await pilot.press("b")
+        await poll(pilot)
+        assert feed.baseline_calls == 1
+        assert app.dashboard.baseline_score != first
+        assert app.dashboard.baseline_score == app.dashboard.score
+
+
+async def test_a_target_going_down_turns_red_and_raises_a_critical_notification() -> None:
+    app, feed, clock = make_app()
+    async with app.run_test(size=WIDE, notifications=True) as pilot:
+        await settle(pilot)
+        feed.kill("rollout-2")
+        clock.advance(5)
+        await poll(pilot)
+        targets = app.table("targets")
+        row = targets.get_row_at(targets.visible_keys().index("rollout-2"))
+        assert "DOWN" in row[2].plain
+        assert all("red" in str(cell.style) or any("red" in str(s.style) for s in cell.spans) for cell in row)
+        assert "Connection refused" in row[6].plain
+        alerts = app.table("alerts")
+        assert alerts.visible_keys()[0] == "target_down\0rollout-2"  # critical sorts first
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "targets 7/8" in text
+        assert text.count("rollout-2 is not answering") >= 2  # the alerts panel and the toast
+        # the other targets kept updating
+        assert sum("● up" in r for r in row_texts(app, "targets")) == 7
+        # the same alert on the next dashboard raises no second toast
+        await poll(pilot)
+        await pilot.pause(0.2)
+        assert screen_text(app).count("rollout-2 is not answering") == text.count("rollout-2 is not answering")
+
+
+async def test_hostile_strings_render_literally() -> None:
+    app, feed, clock = make_app(hostile=True)
+    feed.kill(HOSTILE["target"])
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        svg = app.export_screenshot()
+        text = screen_text(app)
+        assert "\x1b" not in svg and "\x07" not in svg
+        assert "[bold red]pwned[/]" in text  # markup shown, not applied
+        assert r"\x1b]0;owned-title\x07model[/link]" in text  # the OSC title write made visible
+        assert "[blink]gsm8k[/blink]" in text
+        assert r"[red]evil[/red]\x1b[2J" in text
+        assert r"\x1b[31mboom\x1b[0m [bold red]x[/]" in text
+        # the URL column is off screen to the right at this width: read the cell as the table will draw it
+        url = app.table("targets").get_row(HOSTILE["target"])[-1]
+        assert url.plain == HOSTILE["url"] and {str(s.style) for s in url.spans} == {"red"}  # the down-row colour only
+        assert app.title == "ptmon"
+
+
+class SlowFeed(FakeFeed):
+    """dashboard() takes a while and counts how many calls overlap."""
+
+    def __init__(self, delay: float, **kw) -> None:
+        super().__init__(**kw)
+        self.delay = delay
+        self.active = 0
+        self.max_active = 0
+        self.calls = 0
+
+    async def dashboard(self, *, window_s: float) -> Dashboard:
+        self.active += 1
+        self.calls += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            await asyncio.sleep(self.delay)
+            return await super().dashboard(window_s=window_s)
+        finally:
+            self.active -= 1
+
+
+async def test_keys_are_handled_while_a_poll_is_in_flight_and_polls_never_overlap() -> None:
+    clock = FakeClock()
+    feed = SlowFeed(0.3, clock=clock)
+    app = PtmonApp(feed, clock=clock, interval_s=0.5)
+    async with app.run_test(size=WIDE) as pilot:
+        for _ in range(100):
+            if feed.active:
+                break
+            await pilot.pause(0.01)
+        assert feed.active == 1
+        await pilot.press("right_square_bracket", "minus", "plus", "b")  # each wakes the loop
+        assert app.window_s == 900.0  # handled while the poll is still waiting on the feed
+        assert feed.active == 1
+        for _ in range(200):
+            if feed.calls >= 3:
+                break
+            await pilot.pause(0.02)
+        assert feed.calls >= 3
+        assert feed.max_active == 1
+
+
+async def test_a_feed_error_is_shown_and_the_next_poll_recovers() -> None:
+    class FlakyFeed(FakeFeed):
+        fail = True
+
+        async def dashboard(self, *, window_s: float) -> Dashboard:
+            if self.fail:
+                raise RuntimeError("store exploded [bold]")
+            return await super().dashboard(window_s=window_s)
+
+    clock = FakeClock()
+    feed = FlakyFeed(clock=clock)
+    app = PtmonApp(feed, clock=clock)
+    async with app.run_test(size=WIDE) as pilot:
+        await poll(pilot)
+        assert "feed error: RuntimeError: store exploded [bold]" in screen_text(app)
+        feed.fail = False
+        await poll(pilot)
+        text = screen_text(app)
+        assert "feed error" not in text and "targets 8/8" in text
+
+
+async def test_resizing_switches_between_compact_and_wide_layouts() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        assert not app.compact
+        assert app.query_one("#charts").display and not app.query_one("#sparks").display
+        assert all(app.table(p).display for p in ("targets", "workers", "alerts"))
+        await pilot.resize_terminal(*SMALL)
+        await pilot.pause()
+        assert app.compact
+        assert not app.query_one("#charts").display and app.query_one("#sparks").display
+        assert app.query_one("#spark-rollout", SparkCell)._values  # filled on the switch, no wait
+        assert app.query_one(StatusHeader).region.height == 2
+        await pilot.resize_terminal(200, 50)
+        await pilot.pause()
+        assert not app.compact and app.query_one(StatusHeader).region.height == 1
+        assert app.query_one("#chart-ipd", Chart).data.points
+
+
+async def test_command_palette_offers_ptmon_commands() -> None:
+    app, feed, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for title in ("Pause / resume", "Set baseline to now", "Show workers", "Window 15m", "Keys"):
+            assert title in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"baseline")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert feed.baseline_calls == 1
+
+
+# Snapshots: deterministic data (fixed fake clock), looked at before committing.
+
+
+def _snap_app(**feed_options) -> PtmonApp:
+    app, feed, clock = make_app(**feed_options)
+    return app
+
+
+def _incident_app() -> PtmonApp:
+    app, feed, clock = make_app()
+    feed.kill("rollout-2")
+    clock.advance(42)
+    return app
+
+
+async def _ready(pilot: Pilot) -> None:
+    await settle(pilot)
+    await pilot.pause(0.1)
+
+
+def test_snapshot_wide_healthy(snap_compare) -> None:
+    assert snap_compare(_snap_app(), terminal_size=WIDE, run_before=_ready)
+
+
+def test_snapshot_compact_healthy(snap_compare) -> None:
+    assert snap_compare(_snap_app(), terminal_size=SMALL, run_before=_ready)
+
+
+def test_snapshot_wide_target_down(snap_compare) -> None:
+    async def ready(pilot: Pilot) -> None:
+        await _ready(pilot)
+        pilot.app.clear_notifications()  # toasts time out on the wall clock: keep them out of the picture
+        await pilot.pause()
+
+    assert snap_compare(_incident_app(), terminal_size=WIDE, run_before=ready)
+
+
+def test_snapshot_compact_alerts_panel(snap_compare) -> None:
+    async def ready(pilot: Pilot) -> None:
+        await _ready(pilot)
+        pilot.app.clear_notifications()
+        await pilot.press("a")
+        await pilot.pause()
+
+    assert snap_compare(_incident_app(), terminal_size=SMALL, run_before=ready)
+
+
+def test_snapshot_compact_help(snap_compare) -> None:
+    assert snap_compare(_snap_app(), terminal_size=SMALL, run_before=_ready, press=["question_mark"])
