@@ -372,15 +372,16 @@ class Scraper:
             return
         del body
         result = self._store.ingest(st.target.name, stamp, samples)
-        st.up = True
+        # Over the series cap the target counts as down (as Prometheus fails a scrape
+        # over sample_limit) so the target-down alert fires, but nothing is lost:
+        # the series that fit were stored and keep flowing; the error says what is missing.
+        st.up = not result.dropped_series
         st.failures = 0
         st.last_scrape = self._clock()
         st.last_success = st.last_scrape
         st.scrape_seconds = time.perf_counter() - t0
         st.samples = len(samples)
         st.dropped_series = result.dropped_series
-        # The series cap keeps the target up (its first series keep flowing, like
-        # its health numbers) but flags it: the error says what is missing.
         st.error = (
             f"series limit {self._store.max_series:,} reached: {result.dropped_series:,} new series dropped"
             if result.dropped_series

@@ -181,10 +181,10 @@ async def test_one_round_with_every_failure_at_once_leaves_the_good_target_intac
         "refused": "connection refused", "hangs": "timed out after 0.2 s",
         "status500": "HTTP 500 Internal Server Error", "oversized": "body exceeds 16 MiB",
         "gzipbomb": "body exceeds 16 MiB", "badutf8": "line 3", "garbage": "line 1", "longlabel": "line 1"}
-    assert health["manyseries"].up is True
+    assert health["manyseries"].up is False
 
 
-async def test_100k_series_keeps_the_first_20k_flags_the_target_and_spares_the_others() -> None:
+async def test_100k_series_keeps_the_first_20k_marks_the_target_down_and_spares_the_others() -> None:
     store = Store()
     scraper = Scraper([target("good"), target("flood")], store=store, clock=Clock(),
                       transport=by_host({"good": ok, "flood": many_series}))
@@ -193,7 +193,7 @@ async def test_100k_series_keeps_the_first_20k_flags_the_target_and_spares_the_o
         await scraper.scrape_once()  # steady state: still capped, still flagged, nothing grows
     good, flood = scraper.health()
     assert good.up is True and good.series == 3
-    assert flood.up is True  # flagged, not down: see notes (series cap keeps the first series flowing)
+    assert flood.up is False  # down with a clear error, yet the first 20k series were stored
     assert flood.samples == 100_000 and flood.series == 20_000 and flood.dropped_series == 80_000
     assert flood.error == "series limit 20,000 reached: 80,000 new series dropped"
     assert store.series_count("flood") == 20_000
