@@ -32,8 +32,10 @@ __all__ = ["RunInfoCollector", "ProcessMetrics", "process_metrics", "BaseExporte
 
 log = logging.getLogger("exporters")
 
-# Integers beyond this are refused: they would not survive float() (OverflowError) or lose all precision.
+# Integers beyond this are refused: past ~2**1024 they overflow float() inside prometheus_client, and a
+# count that large is a bug upstream, not a measurement.
 MAX_INT = 2**63
+
 
 def as_number(value: object) -> float | None:
     """A finite real number, or None. Accepts numpy/torch scalars via ``float()``; refuses bool and str."""
