@@ -182,3 +182,146 @@ def test_median_and_mean() -> None:
     assert median([]) is None
     assert mean([1, 2, 6]) == 3
     assert mean([]) is None
+
+
+# --- agreement with a real Prometheus ----------------------------------------------------------
+#
+# The real exporters are served on loopback and scraped by a real prometheus (the conftest
+# fixture); one rollout worker is restarted on the same port mid-run, so its counters reset. The
+# raw samples Prometheus stored are read back with a range query and fed to ptmon's functions (and
+# to build_dashboard through a Store); the results must match PromQL's own rate() and
+# histogram_quantile() at the same evaluation time within 1%.
+
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections import defaultdict  # noqa: E402
+
+from exporters import schema  # noqa: E402
+from exporters.rollout import RolloutExporter  # noqa: E402
+from exporters.serve import serve  # noqa: E402
+from exporters.trainer import TrainerExporter  # noqa: E402
+from monitor.build import build_dashboard  # noqa: E402
+from monitor.parse import Sample  # noqa: E402
+from monitor.settings import Settings  # noqa: E402
+from monitor.store import Store  # noqa: E402
+
+SYNC_CYCLE = (0.07, 0.2, 0.3, 0.45, 0.6, 0.9, 1.5, 3.0, 4.0, 7.0, 15.0)
+RANGE_S = 6.0
+
+
+class OffsetClock:
+    """Monotonic time plus an offset the test bumps to make a weight sync 'take' d seconds at once."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+
+def _matrix(prom, selector: str, at: float) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    data = prom.api("query", query=f"{selector}[{int(RANGE_S)}s]", time=f"{at:.3f}")
+    return [(r["metric"], [(float(t), float(v)) for t, v in r["values"]]) for r in data["result"]]
+
+
+def _instant(prom, promql: str, at: float) -> list[tuple[dict[str, str], float]]:
+    data = prom.api("query", query=promql, time=f"{at:.3f}")
+    return [(r["metric"], float(r["value"][1])) for r in data["result"]]
+
+
+@pytest.mark.prometheus
+def test_rate_and_histogram_quantile_agree_with_promql(prometheus_server) -> None:
+    ident = dict(run="promql", model="m", algorithm="grpo", gpus=1, gpu_hour_price=1.0)
+    clock = OffsetClock()
+    trainer = TrainerExporter(**ident, clock=clock)
+    workers = {"w": RolloutExporter(**ident)}
+    srv_t, srv_w = serve(trainer.registry), serve(workers["w"].registry)
+    port_w = srv_w.port
+    stop = threading.Event()
+
+    def drive() -> None:
+        i = 0
+        while not stop.is_set():
+            w = workers["w"]
+            w.record_rollout(env="math", tokens=37 + i % 5, outcome="error" if i % 7 == 0 else "ok")
+            w.record_rollout(env="code", tokens=120)
+            if i % 3 == 0:
+                with trainer.weight_sync(version=i, nbytes=1e6):
+                    clock.offset += SYNC_CYCLE[(i // 3) % len(SYNC_CYCLE)]
+            i += 1
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=drive, daemon=True)
+    servers = [srv_t]
+    try:
+        prom = prometheus_server([srv_t.url, srv_w.url], scrape_interval=0.5)
+        thread.start()
+        prom.wait_for("posttrain_rollouts_total", lambda r: len(r) >= 3)
+        time.sleep(3.0)
+        srv_w.close()  # the worker restarts on the same port: its counters start again from zero
+        workers["w"] = RolloutExporter(**ident)
+        srv_w = serve(workers["w"].registry, port=port_w)
+        time.sleep(4.0)
+        stop.set()
+        thread.join()
+        prom.wait_for("posttrain_rollouts_total", lambda r: len(r) >= 3)
+
+        at = round(time.time() - 0.3, 3)
+        selector = '{__name__=~"posttrain_rollouts_total|posttrain_weight_sync_seconds_(bucket|count|sum)"}'
+        while True:  # Prometheus 2.x ranges include their start, ptmon's do not: keep samples off it
+            series = _matrix(prom, selector, at)
+            if not any(t == round(at - RANGE_S, 3) for _, pts in series for t, _ in pts):
+                break
+            at += 0.001
+        start = at - RANGE_S
+
+        # 1. rate() per series, including the restarted worker's reset.
+        theirs = {tuple(sorted(m.items())): v for m, v in
+                  _instant(prom, f"rate(posttrain_rollouts_total[{int(RANGE_S)}s])", at)}
+        rollouts = [(m, pts) for m, pts in series if m["__name__"] == "posttrain_rollouts_total"]
+        assert len(rollouts) == 3 and len(theirs) == 3
+        resets = 0
+        for m, pts in rollouts:
+            labels = tuple(sorted((k, v) for k, v in m.items() if k != "__name__"))
+            resets += sum(1 for (_, a), (_, b) in zip(pts, pts[1:]) if b < a)
+            assert rate(pts, start=start, end=at) == pytest.approx(theirs[labels], rel=0.01), labels
+            inc = _instant(prom, f'increase(posttrain_rollouts_total{{env="{m["env"]}",'
+                                 f'outcome="{m["outcome"]}"}}[{int(RANGE_S)}s])', at)[0][1]
+            assert increase(pts, start=start, end=at) == pytest.approx(inc, rel=0.01)
+        assert resets >= 3, "the restart must be inside the range"
+
+        # 2. histogram_quantile over sum by (le) of bucket rates.
+        by_le: dict[float, float] = defaultdict(float)
+        for m, pts in series:
+            if m["__name__"] == schema.WEIGHT_SYNC_SECONDS.bucket:
+                r = rate(pts, start=start, end=at)
+                assert r is not None
+                by_le[parse_le(m["le"])] += r
+        quantiles = {}
+        for q in (0.5, 0.9, 0.99):
+            promql = (f"histogram_quantile({q}, sum by (le) "
+                      f"(rate({schema.WEIGHT_SYNC_SECONDS.bucket}[{int(RANGE_S)}s])))")
+            quantiles[q] = _instant(prom, promql, at)[0][1]
+            mine = histogram_quantile(q, list(by_le.items()))
+            assert mine == pytest.approx(quantiles[q], rel=0.01), q
+
+        # 3. The same through build_dashboard: a Store filled with Prometheus's samples.
+        store = Store()
+        per_target: dict[str, dict[float, list[Sample]]] = defaultdict(lambda: defaultdict(list))
+        for m, pts in series:
+            labels = {k: v for k, v in m.items() if k not in ("__name__", "instance", "job")}
+            for t, v in pts:
+                per_target[m["instance"]][t].append(Sample(m["__name__"], labels, v))
+        for target, by_t in per_target.items():
+            for t in sorted(by_t):
+                store.ingest(target, t, by_t[t])
+        d = build_dashboard(store, (), Settings(), now=at, window_s=RANGE_S)
+        total = _instant(prom, f"sum(rate(posttrain_rollouts_total[{int(RANGE_S)}s]))", at)[0][1]
+        assert d.rollout_rate_per_s == pytest.approx(total, rel=0.01)
+        assert d.weight_sync_p50_s == pytest.approx(quantiles[0.5], rel=0.01)
+        assert d.weight_sync_p90_s == pytest.approx(quantiles[0.9], rel=0.01)
+        assert d.weight_sync_p99_s == pytest.approx(quantiles[0.99], rel=0.01)
+    finally:
+        stop.set()
+        for s in (*servers, srv_w):
+            s.close()
