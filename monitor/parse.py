@@ -140,6 +140,13 @@ _FULL_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 # One label: name, '=', a quoted value (unrolled loop: fast on 100 KB values), optional comma.
 _LABEL_RE = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"([^"\\]*(?:\\.[^"\\]*)*)"[ \t]*(,?)')
 _LABEL_NAME_RE = re.compile(r"[ \t]*([^ \t=,}]*)")
+# The common line, as exporters write it: 'name{a="x",b="y"} value' with no extra whitespace,
+# no timestamp or exemplar. One match instead of a walk; anything else takes the walk.
+_PAIR = r'[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*(?:\\.[^"\\]*)*"'
+_SIMPLE_LINE_RE = re.compile(
+    rf"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{{((?:{_PAIR}(?:,{_PAIR})*,?)?)\}})? ([^ \t#{{][^ \t#]*)\Z"
+)
+_PAIR_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\]*(?:\\.[^"\\]*)*)"')
 _ESCAPE_RE = re.compile(r"\\(.)", re.DOTALL)
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 _WS = " \t"
@@ -197,6 +204,26 @@ class _Line(NamedTuple):
     exemplar: bool
 
 
+def _add_label(labels: dict[str, str], name: str, raw: str, max_value: int | None) -> None:
+    if max_value is not None and len(raw) * 4 > max_value:  # cheap pre-check; exact in bytes below
+        size = len(raw.encode("utf-8", "surrogatepass"))
+        if size > max_value:
+            raise _LineError(f"label value of {size} bytes exceeds the limit of {max_value}")
+    if name == "__name__":
+        raise _LineError("label name '__name__' is reserved for the metric name")
+    if name in labels:
+        raise _LineError(f"duplicate label name {_quote(name)}")
+    labels[name] = _unescape(raw) if "\\" in raw else raw
+
+
+def _labels_of(block: str, max_value: int | None) -> dict[str, str]:
+    """The labels of a block already matched by ``_SIMPLE_LINE_RE``."""
+    labels: dict[str, str] = {}
+    for name, raw in _PAIR_RE.findall(block):
+        _add_label(labels, name, raw, max_value)
+    return labels
+
+
 def _parse_labels(line: str, pos: int, *, om: bool, max_value: int | None) -> tuple[dict[str, str], int]:
     """Parse a label set starting just after '{'; return the labels and the index past '}'."""
     labels: dict[str, str] = {}
@@ -215,15 +242,7 @@ def _parse_labels(line: str, pos: int, *, om: bool, max_value: int | None) -> tu
         if m is None:
             raise _LineError(_why_label_failed(line, pos))
         name, raw, comma = m.group(1, 2, 3)
-        if max_value is not None and len(raw) * 4 > max_value:  # cheap pre-check; exact in bytes below
-            size = len(raw.encode("utf-8", "surrogatepass"))
-            if size > max_value:
-                raise _LineError(f"label value of {size} bytes exceeds the limit of {max_value}")
-        if name.startswith("__"):
-            raise _LineError(f"label name {_quote(name)} is reserved (names starting with '__')")
-        if name in labels:
-            raise _LineError(f"duplicate label name {_quote(name)}")
-        labels[name] = _unescape(raw) if "\\" in raw else raw
+        _add_label(labels, name, raw, max_value)
         pos = m.end()
         if not comma:
             while pos < n and line[pos] in _WS:
@@ -270,13 +289,16 @@ def _parse_sample_line(line: str, *, om: bool, max_value: int | None) -> _Line:
     if pos < n and line[pos] not in " \t{":
         word = line[start:].split(None, 1)[0]
         raise _LineError(f"invalid metric name {_quote(word)}")
+    series_end = pos
     if not om:
         while pos < n and line[pos] in _WS:
             pos += 1
     labels: dict[str, str] = {}
     if pos < n and line[pos] == "{":
         labels, pos = _parse_labels(line, pos + 1, om=om, max_value=max_value)
-    series_end = pos
+        series_end = pos
+    else:
+        pos = series_end
     rest = line[pos:]
     exemplar = False
     hash_at = rest.find("#")
@@ -413,7 +435,7 @@ class ExpositionParser:
                         continue
                     value = vget(val)
                     if value is None:  # a number not seen lately
-                        if "_" in val:
+                        if "_" in val or not val.isascii():  # float() takes '1_0' and '١٢'
                             break
                         value = float(val)
                         if len(values) < values_cap:
@@ -427,7 +449,7 @@ class ExpositionParser:
                 pass  # float() refused: let the careful path say why
             lineno = len(lines) - length_hint(it)
             try:
-                if self._careful(line, out, cache, om, last=lineno == len(lines)):
+                if self._careful(line, out, cache, om, final=lineno == len(lines)):
                     eof = True
                     self._after_eof(lines, lineno)
                     break
@@ -435,18 +457,21 @@ class ExpositionParser:
                 where = f" in {_shorten(line)}" if line.strip() else ""
                 raise ParseError(f"{e}{where}", lineno=lineno, line=line[:1000]) from None
         if om and not eof:
+            last = len(lines) - 1 if len(lines) > 1 and not lines[-1] else len(lines)
             raise ParseError("missing '# EOF' at the end (the OpenMetrics body is incomplete)",
-                             lineno=len(lines), line=lines[-1][:1000])
-        if len(cache) > 2 * len(lines) + self._SLACK:
+                             lineno=last, line=lines[last - 1][:1000])
+        bound = 2 * len(lines) + self._SLACK
+        if len(cache) > bound:
             cache.clear()  # series churn: start afresh rather than grow without bound
+        if len(self._meta[om]) > bound:
             self._meta[om].clear()
         return out
 
     def _careful(self, line: str, out: list[Sample], cache: dict[str, list[Any]], om: bool, *,
-                 last: bool) -> bool:
+                 final: bool) -> bool:
         """Parse one line the slow way, appending its sample; True at '# EOF'."""
         if not line or (not om and not line.strip()):
-            if om and not last:  # the empty string after the final newline is no line
+            if om and not final:  # the empty string after the final newline is no line
                 raise _LineError("blank line (not allowed in OpenMetrics)")
             return False
         first = line[0] if om else line.lstrip(_WS)[0]
@@ -467,6 +492,19 @@ class ExpositionParser:
             if vtok and last and len(vtok.split()) == 1 and len(last.split()) == 1:
                 out.append(Sample(hit[0], hit[1], _parse_float(vtok, "sample value"), self._timestamp(last, om)))
                 return False
+        simple = _SIMPLE_LINE_RE.match(line)
+        if simple is not None and not (om and (simple.group(2) or "").endswith(",")):
+            name, block, vtok = simple.groups()
+            value = _parse_float(vtok, "sample value")
+            key = line[: simple.start(3) - 1]
+            entry = cache.get(key)
+            if entry is None:
+                sample = Sample(name, Labels(_labels_of(block, self._max_value) if block else ()), value, None)
+                cache[key] = [name, sample.labels, vtok, sample]
+            else:
+                sample = Sample(entry[0], entry[1], value, None)
+            out.append(sample)
+            return False
         p = _parse_sample_line(line, om=om, max_value=self._max_value)
         key = self._cache_key(line, p)
         entry = cache.get(key) if key is not None else None

@@ -1,0 +1,583 @@
+"""monitor.parse against prometheus_client's parsers (the oracle), promtool, and its own cache.
+
+Oracle quirks handled in ``_oracle``: prometheus_client's text parser renames
+the samples of a counter whose TYPE line lacks ``_total`` (it appends
+``_total``), returns ints for integral values, and its OpenMetrics parser
+returns ``Timestamp`` objects; NaN is compared as NaN.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+import random
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import start_http_server
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_families
+from prometheus_client.parser import text_string_to_metric_families as text_families
+
+from exporters.schema import ROLLOUT_SECONDS, ROLLOUTS
+from monitor.parse import ACCEPT_HEADER, ExpositionParser, Labels, ParseError, Sample, is_openmetrics, parse
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
+
+Key = tuple[str, tuple[tuple[str, str], ...], Any, Any]
+
+
+def _value(v: float) -> Any:
+    return "NaN" if math.isnan(v) else float(v)
+
+
+def _ts(t: Any) -> float | None:
+    return None if t is None else round(float(t), 6)
+
+
+def _key(samples: list[Sample]) -> list[Key]:
+    return [(s.name, tuple(sorted(s.labels.items())), _value(s.value), _ts(s.timestamp)) for s in samples]
+
+
+def _oracle(text: str, *, om: bool) -> list[Key]:
+    """prometheus_client's samples, with its renaming of ``_total``-less counters undone."""
+    renamed = set()
+    if not om:
+        for line in text.split("\n"):
+            words = line.split()
+            if words[:2] == ["#", "TYPE"] and words[3:4] == ["counter"] and not words[2].endswith("_total"):
+                renamed.add(words[2])
+    out: list[Key] = []
+    for family in (om_families if om else text_families)(text):
+        for s in family.samples:
+            name = s.name
+            if family.type == "counter" and family.name in renamed and name == family.name + "_total":
+                name = family.name
+            out.append((name, tuple(sorted(s.labels.items())), _value(s.value), _ts(s.timestamp)))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Fixtures: real exporters' output and hand-made edge cases, against the oracle.
+
+# prometheus_client 0.26 writes OpenMetrics its own OpenMetrics parser rejects: metadata
+# 'vllm:x' with samples 'vllm_x_total' ("Clashing name"), and histograms with negative
+# buckets without _sum. Those two are compared with the text parser (no timestamps in them).
+_OM_ORACLE_REJECTS = {"vllm_openmetrics.txt", "posttrain_rollout_openmetrics.txt"}
+FIXTURE_FILES = sorted(p.name for p in FIXTURES.iterdir())
+
+
+def _read(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", FIXTURE_FILES)
+def test_fixture_matches_prometheus_client(name: str) -> None:
+    text = _read(name)
+    om = name.endswith(".txt")
+    expected = _oracle(text, om=om and name not in _OM_ORACLE_REJECTS)
+    assert len(expected) > 5
+    assert _key(parse(text)) == expected  # format detected from '# EOF'
+    assert _key(parse(text, openmetrics=om)) == expected
+
+
+@pytest.mark.parametrize("name", FIXTURE_FILES)
+def test_fixture_warm_parser_gives_the_cold_result(name: str) -> None:
+    text = _read(name)
+    parser = ExpositionParser()
+    cold = _key(parse(text))
+    assert _key(parser.parse(text)) == cold
+    assert _key(parser.parse(text)) == cold
+    assert _key(parser.parse(text.replace(" 1\n", " 2\n"))) == _key(parse(text.replace(" 1\n", " 2\n")))
+
+
+def test_edge_case_fixture_details() -> None:
+    by = {(s.name, s.labels.get("kind") or s.labels.get("a") or ""): s for s in parse(_read("edge_cases.prom"))}
+    assert math.isnan(by["edge_special", "nan"].value)
+    assert by["edge_special", "pinf"].value == math.inf
+    assert by["edge_special", "ninf"].value == -math.inf
+    assert by["edge_special", "infinity"].value == math.inf
+    assert math.copysign(1, by["edge_special", "neg_zero"].value) == -1
+    assert by["edge_ts_total", "1"].timestamp == 1_700_000_000.0  # milliseconds in, seconds out
+    assert by["edge_ts_total", "2"].timestamp == -0.001
+    assert by["edge_ts_total", ""].timestamp == 1_700_000_000.123
+    assert by["edge_ws", "f"].timestamp == 1_700_000_000.0
+    assert [by["edge_ws", k].value for k in "bcefghij"] == [1, 2, 3, 5, 6, 7, 8, 9]
+    esc = next(s for s in parse(_read("edge_cases.prom")) if s.name == "edge_escapes")
+    assert esc.labels == {"path": "C:\\Program Files\\ptmon", "quote": 'say "hi"', "multi": "line1\nline2",
+                          "mixed": "\\n is not \n"}
+
+
+def test_label_values_are_data_kept_literally() -> None:
+    data = next(s for s in parse(_read("edge_cases.prom")) if s.name == "edge_data")
+    assert data.labels["rich"] == "[bold red]boom[/]"
+    assert data.labels["ctl"] == "bell\x07\x1b[31m"
+    assert data.labels["tab"] == "a\tb"
+    assert data.labels["braces"] == "}{"
+    assert data.labels["hash"] == " # not an exemplar"
+    assert data.labels["uni"] == "ünïcødé ✓ 日本"
+    assert data.labels["sep"] == "\x1c\u2028"  # str.splitlines() would have cut the line here
+
+
+def test_dcgm_names_labels_and_counter_without_total() -> None:
+    samples = parse(_read("dcgm.prom"))
+    energy = [s for s in samples if s.name == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]
+    assert [s.value for s in energy] == [91837465123.0, 4453201877.0]
+    assert energy[0].labels["Hostname"] == "gpu-node-07"
+    assert energy[0].labels["DCGM_FI_DRIVER_VERSION"] == "550.90.07"
+
+
+def test_openmetrics_fixture_timestamps_and_exemplars() -> None:
+    samples = {(s.name, s.labels.get("le", s.labels.get("gpu", ""))): s for s in parse(_read("openmetrics_edge.txt"))}
+    assert samples["om_latency_seconds_bucket", "0.1"].value == 8  # exemplar ignored
+    assert samples["om_latency_seconds_bucket", "0.1"].timestamp is None  # the exemplar's timestamp is not the sample's
+    assert samples["om_tokens_total", ""].timestamp == 1_700_000_001.5  # seconds, not milliseconds
+    assert samples["om_temp_celsius", "0"].timestamp == 1_700_000_002.0
+    assert samples["vllm:cache_hits_total", ""].value == 3
+
+
+# ---------------------------------------------------------------------------
+# Labels, identity across scrapes, the cache.
+
+
+def test_labels_are_read_only_hashable_and_copyable() -> None:
+    (s,) = parse('m{a="1",b="2"} 3\n')
+    labels = s.labels
+    assert isinstance(labels, Labels) and labels == {"a": "1", "b": "2"}
+    for mutate in (lambda: labels.__setitem__("a", "x"), lambda: labels.pop("a"), lambda: labels.update(c="3"),
+                   labels.clear, lambda: labels.setdefault("c", "3"), labels.popitem,
+                   lambda: labels.__delitem__("a")):
+        with pytest.raises(TypeError, match="read-only"):
+            mutate()
+    assert labels == {"a": "1", "b": "2"}
+    assert hash(labels) == hash(Labels({"b": "2", "a": "1"}))
+    assert {labels: 1}[Labels({"a": "1", "b": "2"})] == 1
+    for clone in (copy.copy(labels), copy.deepcopy(labels), pickle.loads(pickle.dumps(labels))):
+        assert type(clone) is Labels and clone == labels
+    assert dict(labels) | {"c": "3"} == {"a": "1", "b": "2", "c": "3"}
+
+
+def test_same_labels_object_across_scrapes() -> None:
+    parser = ExpositionParser()
+    first = parser.parse('a{x="1"} 1\na{x="2"} 2\nb 3\nc{x="1"} 4 1000\n')
+    second = parser.parse('a{x="1"} 10\na{x="2"} 2\nb 30\nc{x="1"} 40 2000\nd{x="1"} 5\n')
+    assert [s.value for s in second] == [10, 2, 30, 40, 5]
+    assert second[3].timestamp == 2.0
+    for old, new in zip(first, second[:4], strict=True):
+        assert new.labels is old.labels and new.name is old.name
+    assert second[4].labels is not first[0].labels  # another series, equal labels: its own object
+    assert second[4].labels == first[0].labels
+    # An unchanged line hands back the very same (immutable) Sample.
+    assert second[1] is first[1]
+
+
+def test_values_and_series_change_between_scrapes() -> None:
+    parser = ExpositionParser()
+    scrapes = [
+        'm{a="1"} 1\nm{a="2"} 2\n',
+        'm{a="1"} 1.5\nm{a="3"} NaN\n',  # a series gone, one new, NaN
+        'm{a="1"} +Inf\nm{a="2"} 2 1000\nm{a="3"} 7\n',
+        'm{a="1"} 1\n',
+    ]
+    for _ in range(2):
+        for text in scrapes:
+            assert _key(parser.parse(text)) == _key(parse(text))
+
+
+def test_cache_stays_bounded_under_series_churn() -> None:
+    parser = ExpositionParser()
+    lines = 100
+    for scrape in range(200):
+        text = "".join(f'req{{id="{scrape}-{i}"}} {i}\n' for i in range(lines))
+        assert len(parser.parse(text)) == lines
+    # The cache is private; its bound is the promise "memory stays bounded whatever a target sends".
+    assert len(parser._caches[0]) <= 2 * (lines + 1) + ExpositionParser._SLACK + lines
+
+
+def test_parser_recovers_after_an_error() -> None:
+    parser = ExpositionParser()
+    good = 'm{a="1"} 1\nm{a="2"} 2\n'
+    parser.parse(good)
+    with pytest.raises(ParseError) as err:
+        parser.parse('m{a="1"} 1\nm{a="2"} two\n')  # the fast path's float() refuses; the careful path explains
+    assert err.value.lineno == 2 and "invalid sample value 'two'" in str(err.value)
+    with pytest.raises(ParseError, match="invalid sample value '2_0'"):
+        parser.parse('m{a="1"} 1\nm{a="2"} 2_0\n')  # float() would take it; Prometheus does not
+    assert _key(parser.parse(good)) == _key(parse(good))
+
+
+def test_crlf_line_ends_are_accepted_in_text_format() -> None:
+    assert _key(parse('a{x="1"} 1\r\nb 2 1000\r\n# TYPE c gauge\r\nc 3\r\n')) == [
+        ("a", (("x", "1"),), 1.0, None), ("b", (), 2.0, 1.0), ("c", (), 3.0, None)]
+
+
+def test_duplicate_series_are_all_returned() -> None:
+    assert [s.value for s in parse("a 1\na 2\n")] == [1.0, 2.0]
+
+
+def test_exemplars_are_ignored_in_text_format_too() -> None:
+    (s,) = parse('a_total{x="1"} 5 # {trace_id="t"} 1\n', openmetrics=False)
+    assert (s.value, s.timestamp) == (5.0, None)
+
+
+# ---------------------------------------------------------------------------
+# Content negotiation.
+
+
+def test_is_openmetrics() -> None:
+    assert is_openmetrics("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    assert is_openmetrics("Application/OpenMetrics-Text;version=0.0.1")
+    assert not is_openmetrics("text/plain; version=0.0.4; charset=utf-8")
+    assert not is_openmetrics(None)
+    assert not is_openmetrics("")
+
+
+def test_accept_header_prefers_openmetrics_like_prometheus() -> None:
+    _, content_type = choose_encoder(ACCEPT_HEADER)
+    assert is_openmetrics(content_type)
+    assert "text/plain;version=0.0.4" in ACCEPT_HEADER
+
+
+def test_format_detection() -> None:
+    om_text = "a 1 1500\n# EOF\n"
+    assert parse(om_text)[0].timestamp == 1500.0  # detected: seconds
+    assert parse(om_text, openmetrics=False)[0].timestamp == 1.5  # forced text: milliseconds, '# EOF' a comment
+    assert parse("a 1 1500\n")[0].timestamp == 1.5
+    with pytest.raises(ParseError, match="line 2: blank line"):
+        parse("a 1\n\n# EOF\n")  # detected, so OpenMetrics' rules apply
+
+
+def test_real_exporter_over_http_negotiates_and_parses() -> None:
+    registry = CollectorRegistry()
+    rollouts = Counter(ROLLOUTS.name, ROLLOUTS.help, ROLLOUTS.labels, registry=registry)
+    seconds = Histogram(ROLLOUT_SECONDS.name, ROLLOUT_SECONDS.help, ROLLOUT_SECONDS.labels,
+                        buckets=ROLLOUT_SECONDS.buckets, registry=registry)
+    version = Gauge("posttrain_fixture_version", "A gauge.", registry=registry)
+    rollouts.labels("math", "ok").inc(7)
+    seconds.labels("math").observe(3.0)
+    version.set(12)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        parser = ExpositionParser()
+        for accept, om in ((ACCEPT_HEADER, True), ("text/plain;version=0.0.4", False)):
+            response = httpx.get(url, headers={"Accept": accept})
+            assert is_openmetrics(response.headers["content-type"]) is om
+            samples = parser.parse(response.text, openmetrics=om)
+            assert _key(samples) == _oracle(response.text, om=False)  # (see _OM_ORACLE_REJECTS)
+            by = {(s.name, s.labels.get("le", "")): s.value for s in samples if s.labels.get("env", "math") == "math"}
+            assert by[ROLLOUTS.name, ""] == 7
+            assert by[ROLLOUT_SECONDS.bucket, "2.5"] == 0 and by[ROLLOUT_SECONDS.bucket, "5.0"] == 1
+            assert by[ROLLOUT_SECONDS.count, ""] == 1 and by["posttrain_fixture_version", ""] == 12
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+# ---------------------------------------------------------------------------
+# Errors: line number, a short clear reason, never the whole input.
+
+ERRORS = [
+    ("a 1\nb\n", 2, "missing value after 'b'"),
+    ("a{x=\"1\"}\n", 1, "missing value"),
+    ("a abc\n", 1, "invalid sample value 'abc'"),
+    ("a 1_000\n", 1, "invalid sample value '1_000'"),
+    ("a ١٢\n", 1, "invalid sample value"),  # float() takes Arabic-Indic digits; Prometheus does not
+    ("a 0x1p3\n", 1, "invalid sample value '0x1p3'"),
+    ("a 1 1.5\n", 1, "invalid timestamp '1.5' (expected integer milliseconds)"),
+    ("a 1 2 3\n", 1, "unexpected text '3' after the timestamp"),
+    ("# ok\na{x=\"1\",x=\"2\"} 1\n", 2, "duplicate label name 'x'"),
+    ('a{x="\\t"} 1\n', 1, "invalid escape sequence \\t in a label value"),
+    ('a{x="1" 1\n', 1, "expected ',' or '}' after a label value"),
+    ('a{x="1", 1\n', 1, "invalid label name '1'"),
+    ('a{x="1\n', 1, "label value of 'x' is not closed"),
+    ("a{x=1} 1\n", 1, "label value of 'x' must be in double quotes"),
+    ('a{x "1"} 1\n', 1, "expected '=' after label name 'x'"),
+    ('a{1x="1"} 1\n', 1, "invalid label name '1x'"),
+    ('a{,x="1"} 1\n', 1, "empty label (stray comma)"),
+    ('a{x="1"} 1\nb{x="2"} 1\nc{x="3"}} 1\n', 3, "invalid sample value '}'"),
+    ('a{__name__="b"} 1\n', 1, "'__name__' is reserved"),
+    ('{"a.b"} 1\n', 1, "missing metric name before '{'"),
+    ('a{"x.y"="1"} 1\n', 1, "quoted (UTF-8) label or metric names are not supported"),
+    ("1a 1\n", 1, "invalid metric name '1a'"),
+    ("a-b 1\n", 1, "invalid metric name 'a-b'"),
+    ("a 1 #\n", 1, "invalid exemplar"),
+    ("a 1#x\n", 1, "unexpected '#'"),
+    ("# TYPE a countr\n", 1, "unknown metric type 'countr'"),
+    ("# TYPE a\n", 1, "unknown metric type ''"),
+    ("# HELP\n", 1, "missing metric name after '# HELP'"),
+    ("# TYPE 1a gauge\n", 1, "invalid metric name '1a' in '# TYPE'"),
+]
+
+OM_ERRORS = [
+    ("a 1\n\nb 2\n# EOF\n", 2, "blank line (not allowed in OpenMetrics)"),
+    ("a 1\nb 2\n", 2, "missing '# EOF' at the end"),
+    ("a 1\n# EOF\nb 2\n", 3, "text after '# EOF'"),
+    ("a 1\n# EOF\n\n", 3, "text after '# EOF'"),
+    ('a{x="1",} 1\n# EOF\n', 1, "trailing comma in a label set"),
+    ("# a comment\na 1\n# EOF\n", 1, "no comments in OpenMetrics"),
+    ("a 1 1700000000000.5.5\n# EOF\n", 1, "invalid timestamp"),
+    ("a 1 NaN\n# EOF\n", 1, "invalid timestamp 'NaN'"),
+    ("# TYPE a untyped\n# EOF\n", 1, "unknown metric type 'untyped'"),
+    ("a\t1\n# EOF\n", 1, "expected a single space before the value"),
+]
+
+
+@pytest.mark.parametrize(("text", "lineno", "reason"), ERRORS)
+def test_invalid_text_lines(text: str, lineno: int, reason: str) -> None:
+    with pytest.raises(ParseError) as err:
+        parse(text, openmetrics=False)
+    assert err.value.lineno == lineno
+    assert str(err.value).startswith(f"line {lineno}: ")
+    assert reason in str(err.value)
+
+
+@pytest.mark.parametrize(("text", "lineno", "reason"), OM_ERRORS)
+def test_invalid_openmetrics(text: str, lineno: int, reason: str) -> None:
+    with pytest.raises(ParseError) as err:
+        parse(text, openmetrics=True)
+    assert err.value.lineno == lineno
+    assert reason in str(err.value)
+
+
+def test_errors_are_found_on_the_warm_path_too() -> None:
+    parser = ExpositionParser()
+    for text, lineno, reason in ERRORS:
+        valid = "\n".join(f"m{{i=\"{i}\"}} {i}" for i in range(3)) + "\n"
+        parser.parse(valid)
+        with pytest.raises(ParseError) as err:
+            parser.parse(valid + text, openmetrics=False)
+        assert err.value.lineno == lineno + 3 and reason in str(err.value)
+
+
+def test_error_message_is_short_for_huge_lines() -> None:
+    huge = 'a{x="' + "y" * 100_000 + '"} one\n'
+    with pytest.raises(ParseError) as err:
+        ExpositionParser(max_label_value_length=None).parse(huge)
+    message = str(err.value)
+    assert "invalid sample value 'one'" in message
+    assert len(message) < 300 and "(100011 characters)" in message
+    assert len(err.value.line) <= 1000
+
+
+def test_error_message_escapes_control_characters() -> None:
+    with pytest.raises(ParseError) as err:
+        parse('a{x="\x1b[31m"} bad\n')
+    assert "\x1b" not in str(err.value) and "\\x1b[31m" in str(err.value)
+
+
+def test_label_value_limit_in_bytes() -> None:
+    parser = ExpositionParser(max_label_value_length=10)
+    assert parser.parse('a{x="0123456789"} 1\n')[0].labels["x"] == "0123456789"
+    with pytest.raises(ParseError, match=r"line 2: label value of 11 bytes exceeds the limit of 10"):
+        parser.parse('a 1\na{x="01234567890"} 1\n')
+    with pytest.raises(ParseError, match="label value of 11 bytes exceeds the limit of 10"):
+        parser.parse('a{x="日本語ab"} 1\n')  # 5 characters, 11 bytes
+    with pytest.raises(ParseError, match="label value of 100000 bytes exceeds the limit of 4096"):
+        parse('a{x="' + "z" * 100_000 + '"} 1\n')  # the default
+
+
+def test_line_length_limit() -> None:
+    parser = ExpositionParser(max_line_length=20)
+    assert parser.parse("a 1\n")[0].value == 1
+    with pytest.raises(ParseError, match="line 2: line of 21 characters exceeds the limit of 20") as err:
+        parser.parse("a 1\nb" + " " * 19 + "1\n")
+    assert "   " not in str(err.value)
+
+
+# ---------------------------------------------------------------------------
+# Prometheus itself (promtool's text parser) on the whitespace and escape variants.
+
+ACCEPTED_BY_PROMETHEUS = [
+    'ws {a="b"} 1',
+    'ws{ a = "c" , b="d" } 2',
+    'ws{a="e",} 3',
+    "ws\t4",
+    'ws{a="f"}\t5\t1700000000000',
+    '   ws{a="g"} 6',
+    'ws{a="h"}  7',
+    "ws{} 8",
+    'ws{a="i"}9',
+    "ws{a=\"j\"} Infinity",
+    "ws{a=\"k\"} -Inf +5",
+    'ws{a="l\\\\ \\" \\n"} NaN',
+]
+REJECTED_BY_PROMETHEUS = ['x{a="\\t"} 1', "x 1_0", "x 0x1p3", "x 1 1.5", 'x{a="1",a="2"} 1', "x abc"]
+
+
+def test_promtool_and_ptmon_agree_on_accepted_lines(promtool_bin: str, tmp_path: Path) -> None:
+    text = "\n".join(ACCEPTED_BY_PROMETHEUS) + "\n"
+    result = subprocess.run([promtool_bin, "check", "metrics"], input=text, capture_output=True, text=True,
+                            timeout=30)
+    assert "parsing error" not in result.stdout + result.stderr
+    assert [s.value for s in parse(text)][:9] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert _key(parse(text)) == _oracle(text, om=False)
+
+
+@pytest.mark.parametrize("line", REJECTED_BY_PROMETHEUS)
+def test_promtool_and_ptmon_agree_on_rejected_lines(promtool_bin: str, line: str) -> None:
+    result = subprocess.run([promtool_bin, "check", "metrics"], input=line + "\n", capture_output=True,
+                            text=True, timeout=30)
+    assert "parsing error" in result.stdout + result.stderr
+    with pytest.raises(ParseError):
+        parse(line + "\n")
+
+
+# ---------------------------------------------------------------------------
+# Hypothesis: generated expositions against the oracle, and warm against cold.
+
+_LABEL_NAME = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,8}", fullmatch=True).filter(lambda s: not s.startswith("__"))
+_LABEL_VALUE = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+_FLOAT_TEXT = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda x: f"{x:.6e}"),
+    st.integers(-(10**20), 10**20).map(str),
+    st.sampled_from(["NaN", "nan", "+Inf", "-Inf", "inf", "-inf", "Infinity", "+infinity", ".5", "5.", "-0", "1E3"]),
+)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+@st.composite
+def _label_text(draw: st.DrawFn, *, om: bool) -> str:
+    names = draw(st.lists(_LABEL_NAME, max_size=4, unique=True))
+    if not names:
+        return draw(st.sampled_from(["", "{}"]))
+    pairs = [f'{n}="{_escape(draw(_LABEL_VALUE))}"' for n in names]
+    if om:
+        return "{" + ",".join(pairs) + "}"
+    sep = draw(st.sampled_from([",", ", ", " ,"]))
+    pad = draw(st.sampled_from(["", " "]))
+    trailing = draw(st.sampled_from(["", ","]))
+    return "{" + pad + sep.join(pairs) + trailing + pad + "}"
+
+
+@st.composite
+def text_exposition(draw: st.DrawFn) -> str:
+    families = draw(st.lists(st.from_regex(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,10}", fullmatch=True), min_size=1,
+                             max_size=5, unique=True))
+    assume(not any(a + "_total" == b for a in families for b in families))
+    lines: list[str] = []
+    for family in families:
+        kind = draw(st.sampled_from([None, "gauge", "untyped", "counter"]))
+        name = family + "_total" if kind == "counter" else family
+        if draw(st.booleans()):
+            help_text = draw(st.text(st.characters(codec="utf-8", exclude_characters="\n\r"), max_size=20))
+            lines.append(f"# HELP {name} {help_text.replace(chr(92), chr(92) * 2)}")
+        if kind:
+            lines.append(f"# TYPE {name} {kind}")
+        for _ in range(draw(st.integers(1, 4))):
+            labels = draw(_label_text(om=False))
+            sep = draw(st.sampled_from([" ", "  ", "\t"]))
+            value = draw(_FLOAT_TEXT)
+            line = f"{name}{labels}{sep}{value}"
+            if draw(st.booleans()):
+                line += f"{sep}{draw(st.integers(-(10**13), 10**13))}"
+            lines.append(line)
+        if draw(st.booleans()):
+            lines.append(draw(st.sampled_from(["", "# a comment", "#", "# TYPE-less comment: ok"])))
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def om_exposition(draw: st.DrawFn) -> str:
+    stems = draw(st.lists(st.from_regex(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,8}", fullmatch=True), min_size=1, max_size=4))
+    lines: list[str] = []
+    for i, stem in enumerate(stems):
+        family = f"{stem}{i}"  # unique, and no reserved suffix can end in a digit
+        kind = draw(st.sampled_from(["gauge", "counter", "unknown"]))
+        lines.append(f"# TYPE {family} {kind}")
+        if draw(st.booleans()):
+            lines.append(f"# HELP {family} " + draw(st.from_regex(r"[a-zA-Z][a-zA-Z0-9 .,]{0,20}", fullmatch=True)))
+        name = family + "_total" if kind == "counter" else family
+        with_ts = draw(st.booleans())
+        seen: set[str] = set()
+        for _ in range(draw(st.integers(1, 3))):
+            labels = draw(_label_text(om=True))
+            canonical = labels if labels != "{}" else ""
+            if canonical in seen:
+                continue
+            seen.add(canonical)
+            if kind == "counter":
+                value = repr(draw(st.floats(min_value=0, allow_infinity=False)))
+            else:
+                value = draw(_FLOAT_TEXT)
+            line = f"{name}{labels} {value}"
+            if with_ts:
+                line += " " + draw(st.sampled_from(["1700000000", "1700000000.5", "1.5e9", "0.001"]))
+            if kind == "counter" and draw(st.booleans()):
+                line += ' # {trace_id="' + draw(st.from_regex(r"[a-z0-9 ]{0,10}", fullmatch=True)) + '"} 1.5'
+            lines.append(line)
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+_SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_SETTINGS
+@given(text_exposition())
+def test_generated_text_matches_prometheus_client(text: str) -> None:
+    assert _key(parse(text)) == _oracle(text, om=False)
+
+
+@_SETTINGS
+@given(om_exposition())
+def test_generated_openmetrics_matches_prometheus_client(text: str) -> None:
+    assert _key(parse(text)) == _oracle(text, om=True)
+
+
+_NEW_NUMBERS = ["0", "1", "42", "-7", "1e3", "NaN", "+Inf", "2.5", "17", "1.0"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(text_exposition(), min_size=2, max_size=3), st.randoms(use_true_random=False))
+def test_generated_scrape_sequences_warm_equals_cold(texts: list[str], rng: random.Random) -> None:
+    parser = ExpositionParser()
+    for text in texts + texts[::-1]:
+        # Same series, new numbers: rewrite the last token of some lines, as a target does between
+        # scrapes (on a timestamped line that is the timestamp; '2.5' there must fail alike).
+        rewritten = []
+        for line in text.split("\n"):
+            head, sep, _ = line.rpartition(" ")
+            if sep and not line.lstrip().startswith("#") and rng.random() < 0.6:
+                line = f"{head} {rng.choice(_NEW_NUMBERS)}"
+            rewritten.append(line)
+        for body in (text, "\n".join(rewritten), text):
+            try:
+                cold = _key(parse(body))
+            except ParseError as e:
+                with pytest.raises(ParseError) as warm:
+                    parser.parse(body)
+                assert (warm.value.lineno, str(warm.value)) == (e.lineno, str(e))
+                continue
+            assert _key(parser.parse(body)) == cold
+
+
+def test_threads_get_independent_parsers() -> None:
+    # One parser per target; parsers share nothing, so targets can parse on separate threads.
+    text = "".join(f'm{{i="{i}"}} {i}\n' for i in range(200))
+    results: list[list[Key]] = []
+
+    def run() -> None:
+        p = ExpositionParser()
+        for _ in range(5):
+            out = p.parse(text)
+        results.append(_key(out))
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [_key(parse(text))] * 3
