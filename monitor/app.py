@@ -66,7 +66,7 @@ def _step(values: tuple[float, ...], current: float, direction: int) -> float:
 class PtmonApp(App[int]):
     """The live monitor; give it a Feed and it shows what the Feed collects."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "ptmon"
 
     BINDINGS = [

@@ -71,7 +71,17 @@ _SHORT = {
     "last step": "last",
 }
 
-# First match wins: "worker_stale" is a staleness alert, not a rollout one.
+# monitor.alerts.RULES by name; target_down has no card (the header count and the targets table show it).
+_ALERT_CARDS = {
+    "trainer_stalled": "trainer",
+    "weight_sync_slow": "sync",
+    "staleness": "staleness",
+    "rollout_rate_drop": "rollout",
+    "marginal_ipd": "ipd",
+    "eval_regression": "ipd",
+}
+
+# Rules added later land by their words; first match wins ("worker_stale" is staleness, not rollout).
 _ALERT_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("staleness", ("stale",)),
     ("sync", ("sync",)),
@@ -85,6 +95,8 @@ _RANK = {"ok": 0, "warn": 1, "critical": 2}
 
 def card_for_alert(name: str) -> str | None:
     """The card an alert rule is about, or None (e.g. ``target_down``: the header and tables show it)."""
+    if name in _ALERT_CARDS:
+        return _ALERT_CARDS[name]
     lowered = name.lower()
     for card, words in _ALERT_WORDS:
         if any(word in lowered for word in words):

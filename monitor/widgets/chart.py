@@ -82,10 +82,13 @@ def plot(
         return Text("\n".join(blank), style=axis_style, no_wrap=True, overflow="crop")
 
     xs = [x for x, _ in points]
-    ys = [y for _, y in points]
     x0, x1 = data.x_range if data.x_range is not None else (min(xs), max(xs))
     if x1 <= x0:
         x0, x1 = x0 - 1.0, x0 + 1.0
+    points = [(x, y) for x, y in points if x0 <= x <= x1]  # the y range is the visible points' range
+    if not points:
+        return plot(ChartData(empty=data.empty), width=width, height=height, axis_style=axis_style)
+    ys = [y for _, y in points]
     ylo, yhi = min(ys), max(ys)
     if data.hline is not None and math.isfinite(data.hline):
         ylo, yhi = min(ylo, data.hline), max(yhi, data.hline)
@@ -113,9 +116,6 @@ def plot(
     grid = [[0] * plot_w for _ in range(plot_h)]
     previous: tuple[int, int] | None = None
     for x, y in sorted(points):
-        if not x0 <= x <= x1:
-            previous = None
-            continue
         here = (dot_x(x), dot_y(y))
         for dx, dy in _line(*previous, *here) if previous else [here]:
             grid[dy // 4][dx // 2] |= _BITS[dx % 2][dy % 4]

@@ -49,9 +49,9 @@ def fmt_num(x: float | None, digits: int = 3) -> str:
         return DASH
     assert x is not None
     a = abs(x)
-    for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e4, "k")):
+    for limit, unit, suffix in ((1e12, 1e12, "T"), (1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
         if a >= limit:
-            return f"{x / limit:.{max(digits - 2, 1)}f}{suffix}"
+            return f"{x / unit:.{max(digits - 2, 1)}f}{suffix}"
     if x == int(x):
         return f"{int(x)}"  # counts, versions, staleness: no fake decimals
     if a >= 100:

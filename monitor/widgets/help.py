@@ -60,8 +60,8 @@ class HelpScreen(ModalScreen[None]):
             yield Static(help_table(self._keys), id="keys")
             yield Static(
                 Text(
-                    "Mouse: click a table header to sort by it (again to reverse), scroll tables.\n"
-                    "Ctrl+P opens the command palette. Numbers shown as — are not known yet."
+                    "Mouse: click a table header to sort by it, again to reverse.\n"
+                    "Ctrl+P: the command palette.   —: not known yet."
                 ),
                 classes="note",
             )

@@ -8,9 +8,11 @@ runs draw the same screen and snapshot tests can compare pixels.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from monitor.alerts import evaluate
 from monitor.dashboard import Alert, Dashboard, EvalPoint, TargetHealth, WorkerRow
+from monitor.settings import Thresholds
 
 __all__ = ["FakeClock", "FakeFeed", "HOSTILE", "T0"]
 
@@ -57,6 +59,7 @@ class FakeFeed:
     windows: list[float] = field(default_factory=list)
     baseline_calls: int = 0
     baseline_at: float | None = None
+    alerts: tuple[Alert, ...] = ()  # the last evaluation, so a firing alert keeps its "since"
 
     # the Feed protocol ---------------------------------------------------------------
 
@@ -64,8 +67,11 @@ class FakeFeed:
         self.started = True
 
     async def dashboard(self, *, window_s: float) -> Dashboard:
+        """Like LiveFeed: build the numbers, then the real alert rules over them."""
         self.windows.append(window_s)
-        return self.build(window_s=window_s)
+        d = self.build(window_s=window_s)
+        self.alerts = evaluate(d, Thresholds(), previous=self.alerts)
+        return replace(d, alerts=self.alerts)
 
     def set_interval(self, interval_s: float) -> None:
         self.intervals.append(interval_s)
@@ -129,7 +135,7 @@ class FakeFeed:
             )
             if role == "rollout":
                 k = i - 1
-                lag = 2 if k == 3 else (1 if k % 2 else 0)
+                lag = 3 if k == 3 else (1 if k % 2 else 0)
                 alive = dead_since is None
                 rate = (2.0 + 0.25 * k) * (1 + 0.05 * math.sin(now / 90 + k)) if alive else None
                 workers.append(
@@ -142,7 +148,7 @@ class FakeFeed:
                         policy_version=float(version - lag) if alive else None,
                         staleness=float(lag) if alive else None,
                         mean_reward=0.41 + 0.03 * k if alive else None,
-                        status="down" if not alive else "stale" if lag >= 2 else "ok",
+                        status="down" if not alive else "stale" if lag > 2 else "ok",
                     )
                 )
 
@@ -175,15 +181,6 @@ class FakeFeed:
         marginal = None
         if len(recent) >= 2:
             marginal = (recent[-1].score - recent[0].score) / (recent[-1].spend_dollars - recent[0].spend_dollars) * 1000
-
-        alerts = []
-        for name, since in self.down.items():
-            error = next(t.error for t in targets if t.name == name)
-            alerts.append(Alert("target_down", "critical", f"{name} is not answering: {error}", since, subject=name))
-        stale = [w for w in workers if w.staleness is not None and w.staleness >= 2]
-        for w in stale:
-            alerts.append(Alert("worker_stale", "warn", f"{w.name} samples with a policy {w.staleness:.0f} versions behind (limit 2)",
-                                now - 95.0, subject=w.name))
 
         last_step = now - (age % STEP_S)
         stalenesses = [w.staleness for w in workers if w.staleness is not None]
@@ -233,5 +230,4 @@ class FakeFeed:
             rollout_rate_series=series,
             weight_sync_series=sync_series,
             sync_events=tuple(syncs),
-            alerts=tuple(alerts),
         )

@@ -67,7 +67,7 @@ async def test_first_dashboard_fills_the_screen_and_the_feed_is_started_and_clos
         assert "every 1s" in text and "window 5m" in text
         assert app.table("targets").visible_keys()[0] == "eval"  # sorted by name
         assert len(app.table("workers").visible_keys()) == 6
-        assert "worker_stale" in text  # the alerts panel
+        assert app.table("alerts").visible_keys() == ["staleness\0"]  # rollout-3 is 3 versions behind
         # the staleness card carries the warn alert's colour; the others stay ok
         assert app.query_one("#card-staleness", Card).level == "warn"
         assert app.query_one("#card-sync", Card).level == "ok"
@@ -259,7 +259,7 @@ async def test_b_sets_the_baseline_to_now() -> None:
         assert app.dashboard.baseline_score == app.dashboard.score
 
 
-async def test_a_target_going_down_turns_red_and_raises_a_critical_notification() -> None:
+async def test_a_target_going_down_turns_red_and_raises_the_alert() -> None:
     app, feed, clock = make_app()
     async with app.run_test(size=WIDE, notifications=True) as pilot:
         await settle(pilot)
@@ -267,22 +267,48 @@ async def test_a_target_going_down_turns_red_and_raises_a_critical_notification(
         clock.advance(5)
         await poll(pilot)
         targets = app.table("targets")
-        row = targets.get_row_at(targets.visible_keys().index("rollout-2"))
+        row = targets.get_row("rollout-2")
         assert "DOWN" in row[2].plain
         assert all("red" in str(cell.style) or any("red" in str(s.style) for s in cell.spans) for cell in row)
         assert "Connection refused" in row[6].plain
-        alerts = app.table("alerts")
-        assert alerts.visible_keys()[0] == "target_down\0rollout-2"  # critical sorts first
+        assert "target_down\0rollout-2" in app.table("alerts").visible_keys()
         await pilot.pause(0.2)
         text = screen_text(app)
         assert "targets 7/8" in text
-        assert text.count("rollout-2 is not answering") >= 2  # the alerts panel and the toast
+        assert "rollout-2 (http://127.0.0.1:9103/metrics) is down: ConnectError" in text  # the alerts panel
+        assert app.query_one("#card-rollout", Card).level == "ok"  # a rollout target down is a warn, not a card's
         # the other targets kept updating
         assert sum("● up" in r for r in row_texts(app, "targets")) == 7
-        # the same alert on the next dashboard raises no second toast
+
+
+async def test_a_new_critical_alert_raises_one_error_notification() -> None:
+    notes: list[tuple[str, str]] = []
+
+    class Recording(PtmonApp):
+        def notify(self, message: str, *, severity: str = "information", **kw) -> None:
+            notes.append((severity, message))
+            super().notify(message, severity=severity, **kw)
+
+    clock = FakeClock()
+    feed = FakeFeed(clock=clock)
+    app = Recording(feed, clock=clock)
+    async with app.run_test(size=WIDE, notifications=True) as pilot:
+        await settle(pilot)
+        assert notes == []  # the staleness warning is no notification
+        feed.kill("trainer")
         await poll(pilot)
+        assert [s for s, _ in notes] == ["error"]
+        assert notes[0][1].startswith("trainer (http://127.0.0.1:9100/metrics) is down")
         await pilot.pause(0.2)
-        assert screen_text(app).count("rollout-2 is not answering") == text.count("rollout-2 is not answering")
+        assert len(app.screen.query("Toast")) == 1  # on screen, bottom right
+        await poll(pilot)
+        await poll(pilot)
+        assert len(notes) == 1  # still firing: no second toast
+        feed.revive("trainer")
+        await poll(pilot)
+        feed.kill("trainer")
+        await poll(pilot)
+        assert len(notes) == 2  # fired again after it cleared
 
 
 async def test_hostile_strings_render_literally() -> None:
@@ -411,8 +437,10 @@ def _snap_app(**feed_options) -> PtmonApp:
 
 
 def _incident_app() -> PtmonApp:
+    """rollout-2 died 42 s ago (the feed saw it then, so the alert is 42 s old)."""
     app, feed, clock = make_app()
     feed.kill("rollout-2")
+    asyncio.run(feed.dashboard(window_s=300.0))
     clock.advance(42)
     return app
 

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from monitor.alerts import RULES
+from monitor.dashboard import Alert, Dashboard
+from monitor.settings import Thresholds
+from monitor.widgets.cards import CARDS, card_for_alert, card_level, card_rows, trend_arrow
+from monitor.widgets.format import DASH
+
+
+def test_every_alert_rule_but_target_down_lands_on_a_card() -> None:
+    cards = {card for card, _ in CARDS}
+    for rule in RULES:
+        if rule == "target_down":
+            assert card_for_alert(rule) is None
+        else:
+            assert card_for_alert(rule) in cards, rule
+    assert card_for_alert("worker_stale") == "staleness"  # an unknown rule lands by its words
+    assert card_for_alert("weight_sync_failures") == "sync"
+
+
+def test_card_level_is_the_worst_matching_alert() -> None:
+    alerts = [
+        Alert("weight_sync_slow", "warn", "p99 40 s", since=0.0),
+        Alert("trainer_stalled", "critical", "no step", since=0.0),
+        Alert("target_down", "critical", "x down", since=0.0, subject="x"),
+    ]
+    assert card_level("sync", alerts) == "warn"
+    assert card_level("trainer", alerts) == "critical"
+    assert card_level("ipd", alerts) == "ok"
+
+
+def test_an_empty_dashboard_shows_dashes_on_every_card() -> None:
+    d = Dashboard(now=0.0, window_s=300.0, interval_s=1.0)
+    for card, _ in CARDS:
+        values = [str(value) for _, value in card_rows(card, d, Thresholds())]
+        numbers = [v for v in values if "/" not in v]  # staleness shows its limits, which are known
+        assert numbers and all(DASH in v for v in numbers), (card, values)
+
+
+def test_staleness_is_coloured_against_the_limits() -> None:
+    th = Thresholds(staleness_warn=2, staleness_critical=4)
+    d = Dashboard(now=0.0, window_s=300.0, interval_s=1.0, staleness_max=5.0, staleness_mean=2.5)
+    rows = dict((label, value) for label, value in card_rows("staleness", d, th))
+    assert rows["max"].plain == "5 / 2"
+    assert "red" in str(rows["max"].spans[0].style)
+    assert "yellow" in str(rows["mean"].spans[0].style)
+
+
+def test_trend_arrow() -> None:
+    assert trend_arrow(12.0, 10.0).plain == " ▲"
+    assert trend_arrow(8.0, 10.0).plain == " ▼"
+    assert trend_arrow(10.2, 10.0).plain == " ▶"
+    assert trend_arrow(None, 10.0).plain == ""
+    assert trend_arrow(5.0, 0.0).plain == ""

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import math
+
+from monitor.widgets.chart import ChartData, plot
+
+
+def braille(text: str) -> int:
+    return sum(1 for ch in text if 0x2800 < ord(ch) <= 0x28FF)
+
+
+def test_plot_fills_exactly_the_box_it_is_given() -> None:
+    data = ChartData(points=tuple((float(t), float(t % 7)) for t in range(100)), x_labels=("-5m", "now"))
+    for width, height in ((40, 10), (80, 3), (12, 2)):
+        lines = plot(data, width=width, height=height).plain.split("\n")
+        assert len(lines) == height
+        assert max(len(line) for line in lines) <= width
+    lines = plot(data, width=40, height=10).plain.split("\n")
+    assert lines[-1].strip().startswith("-5m") and lines[-1].rstrip().endswith("now")
+    assert lines[0].lstrip().startswith("6")  # y max label on the top row
+    assert lines[-2].lstrip().startswith("0")  # y min label on the bottom plot row
+
+
+def test_a_rising_line_climbs_from_bottom_left_to_top_right() -> None:
+    data = ChartData(points=((0.0, 0.0), (1.0, 1.0)))
+    rows = plot(data, width=21, height=5).plain.split("\n")[:4]
+    plot_rows = [row.split("│", 1)[1] for row in rows]
+    first_col = [i for i, row in enumerate(plot_rows) if row[0].strip()]
+    last_col = [i for i, row in enumerate(plot_rows) if row.rstrip() and len(row) >= len(plot_rows[0]) and row[-1].strip()]
+    assert first_col == [3] and last_col == [0]
+    assert all(braille(row) for row in plot_rows)  # connected: every row has dots
+
+
+def test_marks_and_reference_line_are_drawn_where_no_dots_are() -> None:
+    data = ChartData(points=((0.0, 1.0), (10.0, 1.0)), marks=(5.0,), hline=0.0, x_range=(0.0, 10.0))
+    text = plot(data, width=30, height=8).plain
+    assert "╎" in text
+    assert "┄" in text
+
+
+def test_empty_and_non_finite_data_say_so() -> None:
+    assert "no data yet" in plot(ChartData(), width=30, height=5).plain
+    assert "no evals" in plot(ChartData(points=((math.nan, 1.0),), empty="no evals"), width=30, height=5).plain
+    assert plot(ChartData(), width=0, height=5).plain == ""
+
+
+def test_a_flat_series_gets_a_range_and_points_outside_the_window_are_skipped() -> None:
+    data = ChartData(points=((0.0, 5.0), (1.0, 5.0), (50.0, 99.0)), x_range=(0.0, 1.0))
+    text = plot(data, width=30, height=6).plain
+    assert braille(text) > 0
+    assert "99" not in text  # the y range comes from the points inside the window

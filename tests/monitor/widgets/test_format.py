@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from monitor.widgets.format import (
+    DASH,
+    fmt_bytes_rate,
+    fmt_duration,
+    fmt_money,
+    fmt_num,
+    fmt_score,
+    fmt_seconds,
+    fmt_window,
+    lit,
+)
+
+
+@pytest.mark.parametrize("fmt", [fmt_num, fmt_seconds, fmt_duration, fmt_money, fmt_bytes_rate, fmt_score])
+@pytest.mark.parametrize("value", [None, math.nan, math.inf])
+def test_unknown_is_a_dash_never_a_zero(fmt, value) -> None:
+    assert fmt(value) == DASH
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0, "0"), (2.0, "2"), (0.6667, "0.67"), (15.73, "15.7"), (842.4, "842"), (18240.0, "18.2k"),
+     (3.2e6, "3.2M"), (0.00042, "4.2e-04"), (-1.5, "-1.50")],
+)
+def test_fmt_num(value, text) -> None:
+    assert fmt_num(value) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.0042, "4ms"), (2.791, "2.79s"), (45.2, "45.2s"), (192, "3m12s"), (7500, "2h05m"), (3 * 86400 + 4 * 3600, "3d04h")],
+)
+def test_fmt_seconds(value, text) -> None:
+    assert fmt_seconds(value) == text
+
+
+def test_money_bytes_window() -> None:
+    assert fmt_money(12.345) == "$12.35"
+    assert fmt_money(1234.5) == "$1,234"
+    assert fmt_money(2.5e6) == "$2.50M"
+    assert fmt_bytes_rate(6.33e9) == "6.33 GB/s"
+    assert fmt_bytes_rate(512) == "512 B/s"
+    assert [fmt_window(w) for w in (60, 300, 900, 3600, 0.5, 2)] == ["1m", "5m", "15m", "1h", "0.5s", "2s"]
+
+
+def test_lit_keeps_markup_as_text_and_makes_controls_visible() -> None:
+    text = lit("[bold red]x[/]\x1b]0;t\x07")
+    assert text.plain == r"[bold red]x[/]\x1b]0;t\x07"
+    assert text.spans == []
+    assert lit(None).plain == DASH

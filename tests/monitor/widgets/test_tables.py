@@ -1,0 +1,68 @@
+"""The sort/filter table in a minimal app: rows in, keys out, in screen order."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+
+from monitor.dashboard import TargetHealth, WorkerRow
+from monitor.widgets.tables import TargetsTable, WorkersTable
+
+
+class Host(App):
+    def compose(self) -> ComposeResult:
+        yield TargetsTable(id="targets")
+        yield WorkersTable(id="workers")
+
+
+TARGETS = (
+    TargetHealth("trainer", "http://t", "trainer", True, last_scrape=99.0, scrape_seconds=0.004, samples=300),
+    TargetHealth("rollout-1", "http://r1", "rollout", False, last_scrape=98.0, error="refused"),
+    TargetHealth("rollout-0", "http://r0", "rollout", None),
+)
+
+
+async def test_sort_cycles_columns_unknowns_last_and_filter_matches_any_cell() -> None:
+    app = Host()
+    async with app.run_test() as pilot:
+        table = app.query_one(TargetsTable)
+        table.show(TARGETS, now=100.0)
+        await pilot.pause()
+        assert table.visible_keys() == ["rollout-0", "rollout-1", "trainer"]
+        table.cycle_sort()  # role
+        assert table.sort_label == "role"
+        table.cycle_sort()  # up: down first, then unknown, then up
+        assert table.visible_keys() == ["rollout-1", "rollout-0", "trainer"]
+        table.sort_by(4)  # scrape time: only the trainer knows it; unknowns last in either direction
+        assert table.visible_keys()[0] == "trainer"
+        table.sort_by(4)
+        assert table.sort_reverse and table.visible_keys()[0] == "trainer"
+        table.set_filter("REFUSED")
+        assert table.visible_keys() == ["rollout-1"]
+        assert "1/3" in str(table.border_title)
+        table.set_filter("")
+        assert len(table.visible_keys()) == 3
+
+
+async def test_the_cursor_stays_on_its_row_across_updates() -> None:
+    app = Host()
+    async with app.run_test() as pilot:
+        table = app.query_one(TargetsTable)
+        table.show(TARGETS, now=100.0)
+        await pilot.pause()
+        table.move_cursor(row=table.get_row_index("trainer"))
+        table.show(TARGETS[:2] + (TargetHealth("a-new-one", "http://n", None, None),), now=101.0)
+        await pilot.pause()
+        assert table.visible_keys()[0] == "a-new-one"
+        assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == "trainer"
+
+
+async def test_unchanged_rows_are_not_rebuilt() -> None:
+    app = Host()
+    async with app.run_test() as pilot:
+        table = app.query_one(WorkersTable)
+        rows = (WorkerRow("w0", "rollout", True, 2.0, 1000.0, 5.0, 0.0, 0.5, "ok"),)
+        table.show(rows, now=1.0)
+        await pilot.pause()
+        before = table._shown
+        table.show(rows, now=2.0)
+        assert table._shown is before
