@@ -1,0 +1,88 @@
+"""``ptmon demo`` with its screen, in a real pseudo-terminal: q, SIGINT and SIGTERM leave no child behind.
+
+The launcher runs exactly as a user starts it (``python -m monitor demo``)
+on a pty sized 160x48; the test waits until the children are up and the
+screen shows a worker row, then quits it one way or another and checks
+every child pid is gone and the terminal was handed back (alternate screen
+left), i.e. Textual shut down rather than being killed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+
+import pytest
+
+from tests.demo.helpers import alive, children_of, wait_gone
+
+LEAVE_ALT_SCREEN = b"\x1b[?1049l"
+
+
+class PtyRun:
+    def __init__(self, *args: str) -> None:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "48"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "monitor", "demo", *args],
+                                     stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+        os.close(slave)
+        self.master = master
+        self.output = bytearray()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.output += chunk
+
+    def wait_for(self, needle: bytes, children: int, timeout_s: float = 40.0) -> list[int]:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            pids = children_of(self.proc.pid)
+            if len(pids) >= children and needle in self.output:
+                return pids
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"screen never showed {needle!r} with {children} children; "
+                             f"got {bytes(self.output[-2000:])!r}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(timeout=2)
+        os.close(self.master)
+
+
+@pytest.mark.parametrize("how", ["q", "SIGINT", "SIGTERM"])
+def test_quitting_the_screen_stops_every_child(how: str) -> None:
+    run = PtyRun("--speed", "100", "--workers", "1", "--interval", "0.5")
+    try:
+        pids = run.wait_for(b"rollout-0", children=3)
+        assert all(alive(p) for p in pids)
+        time.sleep(0.5)  # let the app settle into its poll loop
+        if how == "q":
+            os.write(run.master, b"q")
+        else:
+            run.proc.send_signal(getattr(signal, how))
+        assert run.proc.wait(timeout=20) == 0
+        assert wait_gone(pids, 1.0) == []
+        run._reader.join(timeout=2)
+        assert LEAVE_ALT_SCREEN in run.output  # Textual restored the terminal
+    finally:
+        run.close()
