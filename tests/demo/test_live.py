@@ -1,192 +1,165 @@
-"""Each scenario, run headless at high speed, keeps its promise over real HTTP.
+"""Each scenario, run headless at high speed, keeps its promise through the data layer.
 
 A real Fleet (trainer, two workers, eval as OS processes on loopback ports)
-is scraped every 0.2 s and every page parsed with monitor.parse; each test
-polls until what its scenario promises is seen (or a generous deadline
-passes), so a fast machine finishes in a few seconds and a loaded one
-still passes.
+is watched by the monitor's own ``LiveFeed`` (real HTTP scrapes, parse,
+store, build, alerts), exactly what the TUI shows. Each test polls
+Dashboards until what its scenario promises is seen (or a generous deadline
+passes), so a fast machine finishes in seconds and a loaded one still passes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import statistics
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
 
-import httpx
 import pytest
 
-from demo.launcher import DemoOptions, Fleet
+from demo.launcher import DemoOptions, Fleet, demo_settings
+from demo.model import RunSpec
 from exporters import schema
-from monitor.parse import Sample, parse
+from monitor.dashboard import Dashboard, WorkerRow
+from monitor.live import LiveFeed
 
 SPEED = 300.0
-DEADLINE_S = 25.0
+INTERVAL_S = 0.3
+WINDOW_S = 10.0
+DEADLINE_S = 30.0
 
 
 @dataclass
-class Scrape:
-    t: float
-    pages: dict[str, list[Sample] | None]  # endpoint name -> samples, None when it did not answer
-
-    def value(self, name: str, metric: str, **labels: str) -> float | None:
-        """Sum of ``metric`` samples with ``labels`` on endpoint ``name`` (None: down or absent)."""
-        samples = self.pages.get(name)
-        if samples is None:
-            return None
-        found = [s.value for s in samples if s.name == metric and all(s.labels.get(k) == v for k, v in labels.items())]
-        return sum(found) if found else None
-
-
-@dataclass
-class Probe:
+class Watch:
     fleet: Fleet
-    scrapes: list[Scrape] = field(default_factory=list)
+    feed: LiveFeed
+    seen: list[Dashboard] = field(default_factory=list)
 
-    async def run_until(self, done: Callable[[list[Scrape]], bool], *, timeout_s: float = DEADLINE_S) -> bool:
+    async def until(self, done: Callable[[list[Dashboard]], bool], *, timeout_s: float = DEADLINE_S) -> bool:
         deadline = time.monotonic() + timeout_s
-        async with httpx.AsyncClient(timeout=2.0) as client:
-            while time.monotonic() < deadline:
-                endpoints = self.fleet.endpoints
-                pages = await asyncio.gather(*(self._get(client, e.url) for e in endpoints))
-                self.scrapes.append(Scrape(time.time(), {e.name: p for e, p in zip(endpoints, pages)}))
-                if done(self.scrapes):
-                    return True
-                await asyncio.sleep(0.2)
+        while time.monotonic() < deadline:
+            await asyncio.sleep(INTERVAL_S)
+            self.seen.append(await self.feed.dashboard(window_s=WINDOW_S))
+            if done(self.seen):
+                return True
         return False
 
-    @staticmethod
-    async def _get(client: httpx.AsyncClient, url: str) -> list[Sample] | None:
-        try:
-            response = await client.get(url)
-            response.raise_for_status()
-        except httpx.HTTPError:
-            return None
-        return parse(response.text)
+    def alerts(self, name: str) -> list[str]:
+        return [a.message for d in self.seen for a in d.alerts if a.name == name]
+
+
+def row(d: Dashboard, name: str) -> WorkerRow | None:
+    return next((w for w in d.workers if w.name == name), None)
 
 
 @pytest.fixture
-def run(request: pytest.FixtureRequest) -> Iterator[Probe]:
+async def watch(request: pytest.FixtureRequest) -> AsyncIterator[Watch]:
     fleet = Fleet(DemoOptions(scenario=request.param, speed=SPEED, workers=2, headless=True))
     try:
-        fleet.start()
-        yield Probe(fleet)
+        await asyncio.to_thread(fleet.start)
+        settings = replace(demo_settings(fleet.endpoints, interval_s=INTERVAL_S), timeout_s=INTERVAL_S * 0.9)
+        feed = LiveFeed(settings)
+        await feed.start()
+        try:
+            yield Watch(fleet, feed)
+        finally:
+            await feed.aclose()
     finally:
-        fleet.stop()
+        await asyncio.to_thread(fleet.stop)
         assert fleet.live_pids() == []
 
 
-def _series(scrapes: list[Scrape], name: str, metric: str, **labels: str) -> list[float]:
-    return [v for s in scrapes if (v := s.value(name, metric, **labels)) is not None]
+def _rises_and_falls(values: list[float]) -> bool:
+    pairs = list(zip(values, values[1:]))
+    return any(b > a for a, b in pairs) and any(b < a for a, b in pairs)
 
 
-def _staleness(scrape: Scrape, worker: str) -> float | None:
-    trainer = scrape.value("trainer", schema.POLICY_VERSION.name)
-    mine = scrape.value(worker, schema.ROLLOUT_POLICY_VERSION.name)
-    return None if trainer is None or mine is None else trainer - mine
+@pytest.mark.parametrize("watch", ["healthy"], indirect=True)
+async def test_healthy_rates_syncs_spend_and_staleness_that_rises_and_falls(watch: Watch) -> None:
+    def done(seen: list[Dashboard]) -> bool:
+        d = seen[-1]
+        stale = [x.staleness_max for x in seen if x.staleness_max is not None]
+        return (_rises_and_falls(stale) and len(d.eval_curve) >= 3 and bool(d.rollout_rate_per_s)
+                and bool(d.weight_sync_count) and all(w.rollouts_per_s for w in d.workers))
+
+    assert await watch.until(done), "no staleness up-and-down, evals, rates or syncs within the deadline"
+    d = watch.seen[-1]
+    assert d.run == "demo-healthy" and d.model == RunSpec().model
+    assert d.rollout_rate_per_s > 0 and d.rollout_tokens_per_s > 0 and d.steps_per_s > 0
+    assert len(d.workers) == 2 and all(w.rollouts_per_s > 0 and w.tokens_per_s > 0 for w in d.workers)
+    assert d.weight_sync_count > 0 and 1.0 < d.weight_sync_p50_s < 10.0  # ~2 simulated seconds per sync
+    assert d.policy_version is not None and d.policy_version > 0
+    assert d.score is not None and d.ipd_points_per_kilodollar is not None
+    # Spend runs on the compressed clock: 13 GPUs x $3/h x elapsed real time x speed.
+    elapsed = d.now - d.started_at
+    fleet_per_s = (8 + 2 * 2 + 1) * 3.0 / 3600
+    assert d.spend_dollars == pytest.approx(fleet_per_s * elapsed * SPEED, rel=0.5)
+    assert not watch.alerts("marginal_ipd")
+    for name in ("trainer", "rollout-0", "rollout-1", "eval"):
+        assert any(t.name == name and t.up for x in watch.seen for t in x.targets), name
 
 
-@pytest.mark.parametrize("run", ["healthy"], indirect=True)
-async def test_healthy_everything_moves_and_staleness_rises_and_falls(run: Probe) -> None:
-    def done(scrapes: list[Scrape]) -> bool:
-        stale = [x for s in scrapes for w in ("rollout-0", "rollout-1") if (x := _staleness(s, w)) is not None]
-        rises = any(b > a for a, b in zip(stale, stale[1:]))
-        falls = any(b < a for a, b in zip(stale, stale[1:]))
-        return rises and falls and len(_series(scrapes, "eval", schema.EVAL_SCORE.name)) > 0 \
-            and len(scrapes) >= 10
-
-    assert await run.run_until(done), "staleness never both rose and fell, or no eval landed"
-    first, last = run.scrapes[0], run.scrapes[-1]
-    for worker in ("rollout-0", "rollout-1"):
-        assert last.value(worker, schema.ROLLOUTS.name) > first.value(worker, schema.ROLLOUTS.name)
-    assert last.value("trainer", schema.TRAINER_STEPS.name) > first.value("trainer", schema.TRAINER_STEPS.name)
-    assert last.value("trainer", schema.WEIGHT_SYNC_SECONDS.count) > 0
-    # The compressed clock: GPU-seconds grow at gpus x speed per real second, so spend is simulated time.
-    dt = last.t - first.t
-    grown = last.value("trainer", schema.GPU_SECONDS.name) - first.value("trainer", schema.GPU_SECONDS.name)
-    assert grown / (8 * dt) == pytest.approx(SPEED, rel=0.3)
-    # Durations are simulated too: a sync takes ~2 simulated seconds whatever the speed.
-    syncs = last.value("trainer", schema.WEIGHT_SYNC_SECONDS.count)
-    mean_sync = last.value("trainer", schema.WEIGHT_SYNC_SECONDS.sum) / syncs
-    assert 1.0 < mean_sync < 10.0
+@pytest.mark.parametrize("watch", ["slow-sync"], indirect=True)
+async def test_slow_sync_latency_climbs_past_the_warn_threshold(watch: Watch) -> None:
+    warn = watch.feed.settings.thresholds.weight_sync_p99_warn_s
+    assert await watch.until(lambda seen: bool(watch.alerts("weight_sync_slow"))), \
+        f"weight_sync_slow never fired; p99s {[x.weight_sync_p99_s for x in watch.seen][-10:]}"
+    p99s = [x.weight_sync_p99_s for x in watch.seen if x.weight_sync_p99_s is not None]
+    assert p99s[0] < warn < p99s[-1]
+    assert watch.seen[-1].weight_sync_last_s > 10.0
 
 
-@pytest.mark.parametrize("run", ["slow-sync"], indirect=True)
-async def test_slow_sync_latency_climbs(run: Probe) -> None:
-    def recent_mean(scrapes: list[Scrape], back: int) -> float | None:
-        count = _series(scrapes, "trainer", schema.WEIGHT_SYNC_SECONDS.count)
-        total = _series(scrapes, "trainer", schema.WEIGHT_SYNC_SECONDS.sum)
-        if len(count) <= back or count[-1] == count[-1 - back]:
-            return None
-        return (total[-1] - total[-1 - back]) / (count[-1] - count[-1 - back])
+@pytest.mark.parametrize("watch", ["straggler"], indirect=True)
+async def test_straggler_crawls_goes_stale_and_its_rollouts_are_dropped(watch: Watch) -> None:
+    def dropped() -> float:
+        return sum(s.last()[1] for s in watch.feed.store.series("rollout-1", schema.ROLLOUTS.name)
+                   if s.labels.get("outcome") == "dropped_stale" and s.last() is not None)
 
-    def done(scrapes: list[Scrape]) -> bool:
-        latest = recent_mean(scrapes, 5)
-        return latest is not None and latest > 30.0  # past the monitor's warn threshold
+    def done(seen: list[Dashboard]) -> bool:
+        slow, fast = row(seen[-1], "rollout-1"), row(seen[-1], "rollout-0")
+        return (slow is not None and fast is not None and slow.rollouts_per_s is not None
+                and fast.rollouts_per_s and slow.rollouts_per_s < 0.2 * fast.rollouts_per_s
+                and bool(watch.alerts("staleness")) and dropped() > 0)
 
-    assert await run.run_until(done), "sync latency never passed 30 s"
-    counts = _series(run.scrapes, "trainer", schema.WEIGHT_SYNC_SECONDS.count)
-    sums = _series(run.scrapes, "trainer", schema.WEIGHT_SYNC_SECONDS.sum)
-    first = next(s / c for s, c in zip(sums, counts) if c > 0)
-    assert first < 10.0  # it started healthy
+    assert await watch.until(done), "rollout-1 never crawled, went stale and dropped rollouts"
+    worst = {name: max(row(x, name).staleness or 0 for x in watch.seen) for name in ("rollout-0", "rollout-1")}
+    assert worst["rollout-1"] > 2 and worst["rollout-1"] > worst["rollout-0"], worst
 
 
-@pytest.mark.parametrize("run", ["straggler"], indirect=True)
-async def test_straggler_crawls_goes_stale_and_drops_rollouts(run: Probe) -> None:
-    def done(scrapes: list[Scrape]) -> bool:
-        dropped = scrapes[-1].value("rollout-1", schema.ROLLOUTS.name, outcome="dropped_stale") or 0
-        stale = [x for s in scrapes if (x := _staleness(s, "rollout-1")) is not None]
-        return dropped > 0 and max(stale, default=0) >= 3 and len(scrapes) >= 15
-
-    assert await run.run_until(done), "the straggler never went 3 versions stale with dropped rollouts"
-    late = run.scrapes[-10:]
-    def gained(worker: str) -> float:
-        return late[-1].value(worker, schema.ROLLOUTS.name) - late[0].value(worker, schema.ROLLOUTS.name)
-    assert gained("rollout-1") < 0.2 * gained("rollout-0")
-    assert max(_staleness(s, "rollout-0") for s in late) <= 2
+@pytest.mark.parametrize("watch", ["plateau"], indirect=True)
+async def test_plateau_fires_the_marginal_intelligence_per_dollar_alert(watch: Watch) -> None:
+    assert await watch.until(lambda seen: bool(watch.alerts("marginal_ipd"))), \
+        f"marginal_ipd never fired; marginal {[x.marginal_ipd_points_per_kilodollar for x in watch.seen][-10:]}"
+    firing = next(x for x in watch.seen if any(a.name == "marginal_ipd" for a in x.alerts))
+    assert firing.marginal_ipd_points_per_kilodollar <= 0
+    assert len(firing.eval_curve) >= watch.feed.settings.marginal_k
+    assert firing.spend_dollars > firing.eval_curve[0].spend_dollars  # money kept going out
 
 
-@pytest.mark.parametrize("run", ["plateau"], indirect=True)
-async def test_plateau_eval_stops_improving(run: Probe) -> None:
-    def evals(scrapes: list[Scrape]) -> list[tuple[float, float]]:
-        seen: dict[float, float] = {}
-        for s in scrapes:
-            version = s.value("eval", schema.EVAL_POLICY_VERSION.name)
-            score = s.value("eval", schema.EVAL_SCORE.name)
-            if version is not None and score is not None:
-                seen.setdefault(version, score)
-        return sorted(seen.items())
+@pytest.mark.parametrize("watch", ["crash"], indirect=True)
+async def test_crash_target_down_then_back_with_counters_reset_and_no_negative_rate(watch: Watch) -> None:
+    port = {e.name: e.port for e in watch.fleet.endpoints}["rollout-1"]
 
-    def slope(points: list[tuple[float, float]]) -> float:
-        xs, ys = zip(*points)
-        mx, my = statistics.fmean(xs), statistics.fmean(ys)
-        return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    def up(d: Dashboard) -> bool | None:
+        return next(t.up for t in d.targets if t.name == "rollout-1")
 
-    def done(scrapes: list[Scrape]) -> bool:
-        points = evals(scrapes)
-        return len(points) >= 6 and slope(points[-5:]) <= 0  # what the marginal-IPD alert reads
+    def done(seen: list[Dashboard]) -> bool:
+        states = [up(x) for x in seen]
+        if False not in states:
+            return False
+        back = [x for x in seen[states.index(False):] if up(x)]
+        return len(back) >= 3 and bool((row(back[-1], "rollout-1").rollouts_per_s or 0) > 0)
 
-    assert await run.run_until(done), f"the last 5 evals kept improving: {evals(run.scrapes)}"
-    scores = [score for _, score in evals(run.scrapes)]
-    assert scores[-1] < max(scores)
+    assert await watch.until(done), "rollout-1 never went down and came back producing"
+    assert watch.alerts("target_down")
+    assert {e.name: e.port for e in watch.fleet.endpoints}["rollout-1"] == port  # the same target
+    assert len(watch.fleet.pids()) > len(watch.fleet.endpoints)  # restarted: a new process
+    def reset(metric: str) -> bool:
+        return any(b < a for s in watch.feed.store.series("rollout-1", metric)
+                   for (_, a), (_, b) in zip(s.points(), s.points()[1:]))
 
-
-@pytest.mark.parametrize("run", ["crash"], indirect=True)
-async def test_crash_worker_goes_down_and_returns_on_the_same_port_with_reset_counters(run: Probe) -> None:
-    port = {e.name: e.port for e in run.fleet.endpoints}["rollout-1"]
-
-    def done(scrapes: list[Scrape]) -> bool:
-        states = [s.pages["rollout-1"] is not None for s in scrapes]
-        return any(not up for up in states) and states[-1] and states.index(False) < len(states) - 3
-
-    assert await run.run_until(done), "rollout-1 never went down and came back"
-    assert {e.name: e.port for e in run.fleet.endpoints}["rollout-1"] == port
-    assert len(run.fleet.pids()) == len(run.fleet.endpoints) + 1  # one restart, a new process
-    down = next(i for i, s in enumerate(run.scrapes) if s.pages["rollout-1"] is None)
-    before = run.scrapes[down - 1].value("rollout-1", schema.ROLLOUTS.name)
-    after = run.scrapes[-1].value("rollout-1", schema.ROLLOUTS.name)
-    assert after < before  # a new process: the counter restarted from zero
-    assert run.scrapes[-1].value("rollout-0", schema.ROLLOUTS.name) > run.scrapes[down].value(
-        "rollout-0", schema.ROLLOUTS.name)  # the others kept going
+    assert reset(schema.ROLLOUTS.name) and reset(schema.GPU_SECONDS.name)  # the counters really restarted
+    for x in watch.seen:  # ...and the data layer never turned the reset into a negative rate
+        assert x.rollout_rate_per_s is None or x.rollout_rate_per_s >= 0
+        assert all(v >= 0 for _, v in x.rollout_rate_series)
+        r = row(x, "rollout-1")
+        assert r is None or r.rollouts_per_s is None or r.rollouts_per_s >= 0
