@@ -9,10 +9,12 @@ from one scrape to the next a target repeats the same series text and only the
 numbers change. :class:`ExpositionParser` (one per target) remembers, for every
 line it has parsed, the text before the value (``name{labels}``) and the
 parsed ``(name, labels)``; a steady-state line then costs one
-``str.rpartition``, one dict lookup and one ``float()``. Everything else (new
-series, timestamps, exemplars, metadata, errors) goes through the careful,
-slower path, which is the only place a line is validated, so the fast path
-never accepts anything the careful path would reject.
+``str.rpartition``, one dict lookup and one ``float()`` (and not even that
+when the value text is the same as last scrape's, or one seen lately: counts
+repeat). Everything else (new series, timestamps, exemplars, metadata, errors)
+goes through the careful, slower path, which is where a line's series text is
+validated; the fast path only ever pairs an already-validated series text with
+a new number, so it accepts nothing the careful path would reject.
 
 What is accepted, for both formats: ``# HELP`` / ``# TYPE`` (and ``# UNIT`` in
 OpenMetrics), metric names with ``:`` (vLLM's ``vllm:generation_tokens_total``),
@@ -25,13 +27,18 @@ format), ``NaN``/``+Inf``/``-Inf`` and the other spellings Python's
 timestamps (text format: integer milliseconds; OpenMetrics: seconds; both
 returned in seconds), exemplars after `` # `` (ignored) and ``# EOF``.
 
-Not checked (they are about families, not lines, and prometheus_client's own
-parser is the place for a conformance test): histogram bucket order, clashing
-family names, metadata after samples, duplicate series.
+Choices where formats and parsers differ: label names starting with ``__``
+are accepted (Prometheus's own text parser does; ``__name__`` is not, as it
+would be a second metric name); quoted UTF-8 names (``{"my.metric"}``) are
+reported as unsupported; a ``\r`` before the line end is tolerated in the
+text format. Not checked, being about families rather than lines:
+histogram bucket order, clashing family names, metadata after samples,
+duplicate series (all are returned).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from operator import length_hint
@@ -194,6 +201,19 @@ def _parse_float(token: str, what: str) -> float:
         raise _LineError(f"invalid {what} {_quote(token)}") from None
 
 
+def _parse_timestamp(token: str, *, om: bool) -> float:
+    """Seconds: OpenMetrics writes seconds, the text format integer milliseconds."""
+    if om:
+        ts = _parse_float(token, "timestamp")
+        if ts != ts or ts in (math.inf, -math.inf):
+            raise _LineError(f"invalid timestamp {_quote(token)}")
+        return ts
+    digits = token[1:] if token[:1] in "+-" else token
+    if not (digits.isascii() and digits.isdigit()):
+        raise _LineError(f"invalid timestamp {_quote(token)} (expected integer milliseconds)")
+    return int(token) / 1000
+
+
 class _Line(NamedTuple):
     name: str
     labels: dict[str, str]
@@ -319,18 +339,7 @@ def _parse_sample_line(line: str, *, om: bool, max_value: int | None) -> _Line:
     if om and rest[:1] != " ":
         raise _LineError("expected a single space before the value")
     value = _parse_float(tokens[0], "sample value")
-    timestamp: float | None = None
-    if len(tokens) == 2:
-        tok = tokens[1]
-        if om:
-            timestamp = _parse_float(tok, "timestamp")
-            if timestamp != timestamp or timestamp in (float("inf"), float("-inf")):
-                raise _LineError(f"invalid timestamp {_quote(tok)}")
-        else:
-            body = tok[1:] if tok[:1] in "+-" else tok
-            if not (body.isascii() and body.isdigit()):
-                raise _LineError(f"invalid timestamp {_quote(tok)} (expected integer milliseconds)")
-            timestamp = int(tok) / 1000
+    timestamp = _parse_timestamp(tokens[1], om=om) if len(tokens) == 2 else None
     return _Line(name, labels, series_end, value, timestamp, tokens, exemplar)
 
 
@@ -490,7 +499,7 @@ class ExpositionParser:
         if hit is not None and "#" not in line:
             vtok, last = vtok.strip(), last.strip()
             if vtok and last and len(vtok.split()) == 1 and len(last.split()) == 1:
-                out.append(Sample(hit[0], hit[1], _parse_float(vtok, "sample value"), self._timestamp(last, om)))
+                out.append(Sample(hit[0], hit[1], _parse_float(vtok, "sample value"), _parse_timestamp(last, om=om)))
                 return False
         simple = _SIMPLE_LINE_RE.match(line)
         if simple is not None and not (om and (simple.group(2) or "").endswith(",")):
@@ -518,18 +527,6 @@ class ExpositionParser:
             cache[key] = [name, labels, p.tokens[0] if p.timestamp is None else None, sample]
         out.append(sample)
         return False
-
-    @staticmethod
-    def _timestamp(tok: str, om: bool) -> float:
-        if om:
-            ts = _parse_float(tok, "timestamp")
-            if ts != ts or ts in (float("inf"), float("-inf")):
-                raise _LineError(f"invalid timestamp {_quote(tok)}")
-            return ts
-        body = tok[1:] if tok[:1] in "+-" else tok
-        if not (body.isascii() and body.isdigit()):
-            raise _LineError(f"invalid timestamp {_quote(tok)} (expected integer milliseconds)")
-        return int(tok) / 1000
 
     @staticmethod
     def _cache_key(line: str, p: _Line) -> str | None:

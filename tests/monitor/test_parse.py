@@ -581,3 +581,11 @@ def test_threads_get_independent_parsers() -> None:
     for t in threads:
         t.join()
     assert results == [_key(parse(text))] * 3
+
+
+def test_double_underscore_label_names_are_accepted_but_not_name() -> None:
+    # Prometheus's text parser takes them (promtool agrees); prometheus_client's refuses: we side with Prometheus.
+    (s,) = parse('a{__meta_x="1"} 1\n')
+    assert s.labels == {"__meta_x": "1"}
+    with pytest.raises(ParseError, match="'__name__' is reserved"):
+        parse('a{__name__="b"} 1\n')
