@@ -24,15 +24,14 @@ import math
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import accumulate
-from operator import itemgetter
+from itertools import compress, islice
+from operator import add, gt, itemgetter, sub
 from types import MappingProxyType
 
 from exporters import schema
 from exporters.schema import MetricSpec
 from monitor.dashboard import Dashboard, EvalPoint, Point, TargetHealth, WorkerRow
 from monitor.derive import (
-    counter_deltas,
     counter_total,
     histogram_quantile,
     in_window,
@@ -42,6 +41,7 @@ from monitor.derive import (
     parse_le,
     rate,
     raw_increase,
+    running_total,
 )
 from monitor.roles import detect_role, label_ci, run_info_names
 from monitor.settings import Settings
@@ -55,6 +55,7 @@ _CHART_POINTS = 120
 _MAX_EVALS_PER_BENCHMARK = 10_000
 
 _time = itemgetter(0)
+_value = itemgetter(1)
 
 
 def _names(spec: MetricSpec) -> tuple[str, ...]:
@@ -124,10 +125,7 @@ class _Spend:
             if not pts:
                 continue
             times = [t for t, _ in pts]
-            values = [v for _, v in pts]
-            # Running reset correction: after a drop the counter restarted from zero.
-            corrections = accumulate((a if b < a else 0.0 for a, b in zip(values, values[1:])), initial=0.0)
-            totals = [v + c for v, c in zip(values, corrections)]
+            totals = running_total([v for _, v in pts])
             self._entries.append((times, totals, price))
 
     def at(self, t: float) -> float | None:
@@ -195,48 +193,82 @@ def _series(store: Store, target: str, names: Iterable[str]) -> list[Series]:
     return out
 
 
-def _rate_sum(series: Iterable[Series], start: float, end: float) -> float | None:
-    """Σ PromQL rate over the series; None when none has two points in the window."""
-    total: float | None = None
-    for s in series:
-        r = rate(in_window(s, start, end), start=start, end=end)
-        if r is not None:
-            total = r if total is None else total + r
-    return total
+class _Window:
+    """One build's view of ``(start, end]``: each series' points fetched once, however many numbers use them."""
+
+    __slots__ = ("start", "end", "_memo")
+
+    def __init__(self, start: float, end: float) -> None:
+        self.start = start
+        self.end = end
+        self._memo: dict[int, list[tuple[float, float]]] = {}
+
+    def pts(self, series: Series) -> list[tuple[float, float]]:
+        key = id(series)
+        pts = self._memo.get(key)
+        if pts is None:
+            pts = self._memo[key] = in_window(series, self.start, self.end)
+        return pts
+
+    def share(self, wider: _Window, series: Iterable[Series]) -> None:
+        """Take these series' points from ``wider`` (which covers this window): one copy, not two."""
+        memo = self._memo
+        for s in series:
+            if id(s) not in memo:
+                pts = wider.pts(s)
+                memo[id(s)] = pts[bisect_right(pts, self.start, key=_time):bisect_right(pts, self.end, key=_time)]
+
+    def rate_sum(self, series: Iterable[Series]) -> float | None:
+        """Σ PromQL rate over the series; None when none has two points in the window."""
+        total: float | None = None
+        for s in series:
+            r = rate(self.pts(s), start=self.start, end=self.end)
+            if r is not None:
+                total = r if total is None else total + r
+        return total
+
+    def raw_increase_sum(self, series: Iterable[Series]) -> float | None:
+        total: float | None = None
+        for s in series:
+            r = raw_increase(self.pts(s))
+            if r is not None:
+                total = r if total is None else total + r
+        return total
+
+    def last(self, series: Series) -> float | None:
+        """The latest value at or before ``end`` if it is newer than ``start``."""
+        p = series.last()
+        if p is None:
+            return None
+        if p[0] > self.end:
+            pts = self.pts(series)
+            return pts[-1][1] if pts else None
+        return p[1] if p[0] > self.start else None
+
+    def increase_ratio(self, sum_series: Series, count_series: Series) -> tuple[float, float]:
+        """(Σ Δsum, Σ Δcount) over the window, restarts read off ``_count``.
+
+        A histogram's ``_sum`` may legitimately fall (negative rewards), so
+        only ``_count`` says whether the process restarted.
+        """
+        sums, counts = self.pts(sum_series), self.pts(count_series)
+        if len(sums) < 2 or len(sums) != len(counts) or sums[0][0] != counts[0][0]:
+            deltas = _paired_deltas(sums, counts)
+            return sum(d[1] for d in deltas), sum(d[2] for d in deltas)
+        sv = list(map(itemgetter(1), sums))
+        cv = list(map(itemgetter(1), counts))
+        restarts = list(map(gt, cv, islice(cv, 1, None)))
+        return (sv[-1] - sv[0] + sum(compress(sv, restarts)), cv[-1] - cv[0] + sum(compress(cv, restarts)))
 
 
-def _raw_increase_sum(series: Iterable[Series], start: float, end: float) -> float | None:
-    total: float | None = None
-    for s in series:
-        r = raw_increase(in_window(s, start, end))
-        if r is not None:
-            total = r if total is None else total + r
-    return total
-
-
-def _last(series: Series, start: float, end: float) -> float | None:
-    """The latest value at or before ``end`` if it is newer than ``start``."""
-    p = series.last()
-    if p is None:
-        return None
-    if p[0] > end:
-        pts = in_window(series, start, end)
-        return pts[-1][1] if pts else None
-    return p[1] if p[0] > start else None
-
-
-def _paired_deltas(sum_series: Series, count_series: Series, start: float, end: float
+def _paired_deltas(sums: Sequence[tuple[float, float]], counts: Sequence[tuple[float, float]]
                    ) -> list[tuple[float, float, float]]:
-    """``(t, Δsum, Δcount)`` between consecutive scrapes with observations; resets read off _count.
-
-    A histogram's ``_sum`` may legitimately fall (negative rewards), so only
-    ``_count`` says whether the process restarted.
-    """
-    counts = dict(in_window(count_series, start, end))
+    """``(t, Δsum, Δcount)`` between consecutive scrapes with observations; resets read off _count."""
+    by_t = dict(counts)
     out: list[tuple[float, float, float]] = []
     prev: tuple[float, float] | None = None
-    for t, s in in_window(sum_series, start, end):
-        c = counts.get(t)
+    for t, s in sums:
+        c = by_t.get(t)
         if c is None:
             continue
         if prev is not None:
@@ -265,12 +297,12 @@ def _buckets_by_le(store: Store, targets: Iterable[str], spec: MetricSpec) -> li
     return out
 
 
-def _quantiles_over_window(buckets: list[tuple[float, Series]], qs: Sequence[float], start: float, end: float
+def _quantiles_over_window(buckets: list[tuple[float, Series]], qs: Sequence[float], w: _Window
                            ) -> list[float | None]:
     """histogram_quantile(q, sum by (le) (rate(x_bucket[window]))), as PromQL computes it."""
     by_le: dict[float, float] = {}
     for le, s in buckets:
-        r = rate(in_window(s, start, end), start=start, end=end)
+        r = rate(w.pts(s), start=w.start, end=w.end)
         if r is not None:
             by_le[le] = by_le.get(le, 0.0) + r
     if not by_le:
@@ -283,36 +315,50 @@ def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def _rate_slots(per_target: Iterable[list[Series]], start: float, end: float, step: float) -> list[Point]:
+def _rate_slots(per_target: Iterable[list[Series]], w: _Window, step: float) -> list[Point]:
     """The summed rate per time slot ``(start + k*step, start + (k+1)*step]``, as ``(slot end, rate)``.
 
-    Per target, the increases of all its series at each scrape are added and
-    divided by the seconds those scrapes covered in the slot; targets' rates
-    then add up. Slots where no target had data are left out, not zero.
+    Per target, each series' increase between the last scrapes at or before
+    the slot's two bounds is added (a drop counts from zero, Prometheus's
+    reset rule at slot granularity) and divided by the seconds between those
+    scrapes; targets' rates then add up. Slots where no target had data are
+    left out, not zero.
+
+    Only the points at slot bounds are read: series of one target share
+    their scrape times, so the bounds are bisected once per target and every
+    other series costs one lookup per slot, whatever the scrape interval.
     """
+    start, end = w.start, w.end
     n = max(1, math.ceil((end - start) / step - 1e-9))
+    bounds = [start + k * step for k in range(n + 1)]
     totals = [0.0] * n
     seen = [False] * n
     for series in per_target:
-        inc: dict[float, float] = {}
-        dts: dict[float, float] = {}
-        for s in series:
-            for t, dv, dt in counter_deltas(in_window(s, start, end)):
-                inc[t] = inc.get(t, 0.0) + dv
-                dts[t] = dt
-        if not dts:
-            continue
         slot_inc = [0.0] * n
         slot_dt = [0.0] * n
-        for t, dt in dts.items():
-            k = min(n - 1, max(0, math.ceil((t - start) / step - 1e-9) - 1))
-            slot_inc[k] += inc[t]
-            slot_dt[k] += dt
+        layout: tuple[int, float, float] | None = None
+        pick = itemgetter(0)
+        for s in series:
+            pts = w.pts(s)
+            if len(pts) < 2:
+                continue
+            key = (len(pts), pts[0][0], pts[-1][0])
+            if key != layout:
+                layout = key
+                # The last point at or before each bound, picked out in C for every series of the layout.
+                pick = itemgetter(*(max(bisect_right(pts, b, key=_time) - 1, 0) for b in bounds))
+                times = list(map(_time, pick(pts)))
+                slot_dt = list(map(max, slot_dt, map(sub, islice(times, 1, None), times)))
+            values = list(map(_value, pick(pts)))
+            incs = list(map(sub, islice(values, 1, None), values))
+            if min(incs) < 0:  # a restart: the counter went on from zero
+                incs = [d if d >= 0 else v for d, v in zip(incs, islice(values, 1, None))]
+            slot_inc = list(map(add, slot_inc, incs))
         for k in range(n):
             if slot_dt[k] > 0:
                 totals[k] += slot_inc[k] / slot_dt[k]
                 seen[k] = True
-    return [(start + (k + 1) * step, totals[k]) for k in range(n) if seen[k]]
+    return [(bounds[k + 1], totals[k]) for k in range(n) if seen[k]]
 
 
 # --- targets, roles, cost -------------------------------------------------------------------
@@ -392,6 +438,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     ``evals``: the caller's running ``EvalLog``; None reads every eval in the store.
     """
     start, end = now - window_s, now
+    w = _Window(start, end)
     targets = _targets(store, health, settings)
     roles = {t.name: t.role for t in targets}
     live = [t for t in targets if not t.down]
@@ -413,14 +460,14 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     # trainer
     names = [t.name for t in targets]
     policy_versions = [v for t in live for s in store.series(t.name, schema.POLICY_VERSION.name)
-                       if (v := _last(s, start, end)) is not None]
+                       if (v := w.last(s)) is not None]
     policy_version = max(policy_versions) if policy_versions else None
-    steps_per_s = _rate_sum((s for n in names for s in _series(store, n, TRAINER_STEPS)), start, end)
-    trainer_tokens = _rate_sum((s for n in names for s in _series(store, n, TRAINER_TOKENS)), start, end)
-    step_deltas = [d for n in names for su, co in _histogram_pairs(store, n, schema.TRAINER_STEP_SECONDS)
-                   for d in _paired_deltas(su, co, start, end)]
-    step_count = sum(d[2] for d in step_deltas)
-    step_seconds = sum(d[1] for d in step_deltas) / step_count if step_count > 0 else None
+    steps_per_s = w.rate_sum(s for n in names for s in _series(store, n, TRAINER_STEPS))
+    trainer_tokens = w.rate_sum(s for n in names for s in _series(store, n, TRAINER_TOKENS))
+    step_totals = [w.increase_ratio(su, co) for n in names
+                   for su, co in _histogram_pairs(store, n, schema.TRAINER_STEP_SECONDS)]
+    step_count = sum(c for _, c in step_totals)
+    step_seconds = sum(s for s, _ in step_totals) / step_count if step_count > 0 else None
     # The median over the trainer's whole life (cumulative buckets), not the window: the stall rule
     # scales with it, and a stalled window has no steps to take a median of.
     step_buckets: dict[float, float] = {}
@@ -434,48 +481,53 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     since_last_step = max(0.0, now - max(last_steps)) if last_steps else None
     scalars = {}
     for key, spec in schema.TRAINER_SCALARS.items():
-        values = [v for t in live for s in store.series(t.name, spec.name) if (v := _last(s, start, end)) is not None]
+        values = [v for t in live for s in store.series(t.name, spec.name) if (v := w.last(s)) is not None]
         scalars[key] = values[-1] if values else None
 
     # weight sync
     sync_buckets = _buckets_by_le(store, names, schema.WEIGHT_SYNC_SECONDS)
-    p50, p90, p99 = _quantiles_over_window(sync_buckets, (0.5, 0.9, 0.99), start, end)
+    p50, p90, p99 = _quantiles_over_window(sync_buckets, (0.5, 0.9, 0.99), w)
     sync_pairs = [p for n in names for p in _histogram_pairs(store, n, schema.WEIGHT_SYNC_SECONDS)]
-    sync_count = _raw_increase_sum((co for _, co in sync_pairs), start, end)
-    syncs = sorted((t, ds / dc) for su, co in sync_pairs for t, ds, dc in _paired_deltas(su, co, start, end))
+    sync_count = w.raw_increase_sum(co for _, co in sync_pairs)
+    syncs = sorted((t, ds / dc) for su, co in sync_pairs for t, ds, dc in _paired_deltas(w.pts(su), w.pts(co)))
     sync_last = syncs[-1][1] if syncs else None
     if sync_last is None and sync_pairs:  # no sync in the window: the last one ever is still news
         older = sorted((t, ds / dc) for su, co in sync_pairs
-                       for t, ds, dc in _paired_deltas(su, co, -math.inf, end))
+                       for t, ds, dc in _paired_deltas(su.points(None, end), co.points(None, end)))
         sync_last = older[-1][1] if older else None
-    sync_bytes = _rate_sum((s for n in names for s in _series(store, n, SYNC_BYTES)), start, end)
-    sync_failures = _raw_increase_sum((s for n in names for s in _series(store, n, SYNC_FAILURES)), start, end)
+    sync_bytes = w.rate_sum(s for n in names for s in _series(store, n, SYNC_BYTES))
+    sync_failures = w.raw_increase_sum(s for n in names for s in _series(store, n, SYNC_FAILURES))
 
     # rollout side, per worker
     by_target_rollouts = {n: _series(store, n, ROLLOUTS) for n in names}
+    # The rollout rate's 10-minute median reads 10 minutes of the same series: fetch the wider span once.
+    median_w = _Window(end - MEDIAN_WINDOW_S, end)
+    if start > median_w.start:
+        w.share(median_w, (s for series in by_target_rollouts.values() for s in series))
+    else:
+        median_w.share(w, (s for series in by_target_rollouts.values() for s in series))
     rollout_targets = [n for n in names if by_target_rollouts[n]]
     worker_targets = [t for t in targets if t.role in _WORKER_ROLES or by_target_rollouts[t.name]]
     rows: list[dict] = []
     for t in worker_targets:
         n = t.name
-        tokens = _rate_sum(_series(store, n, ROLLOUT_TOKENS), start, end)
+        tokens = w.rate_sum(_series(store, n, ROLLOUT_TOKENS))
         if tokens is None:  # an uninstrumented engine's throughput is the tokens it generated
-            tokens = _rate_sum(_series(store, n, ENGINE_TOKENS), start, end)
+            tokens = w.rate_sum(_series(store, n, ENGINE_TOKENS))
         version = None
         if not t.down:
             values = [v for s in store.series(n, schema.ROLLOUT_POLICY_VERSION.name)
-                      if (v := _last(s, start, end)) is not None]
+                      if (v := w.last(s)) is not None]
             version = min(values) if values else None
-        reward = [d for su, co in _histogram_pairs(store, n, schema.ROLLOUT_REWARD)
-                  for d in _paired_deltas(su, co, start, end)]
-        reward_n = sum(d[2] for d in reward)
+        reward = [w.increase_ratio(su, co) for su, co in _histogram_pairs(store, n, schema.ROLLOUT_REWARD)]
+        reward_n = sum(c for _, c in reward)
         rows.append(dict(name=n, role=t.role or schema.ROLE_ROLLOUT, up=t.health.up,
-                         rollouts_per_s=_rate_sum(by_target_rollouts[n], start, end),
+                         rollouts_per_s=w.rate_sum(by_target_rollouts[n]),
                          tokens_per_s=tokens, policy_version=version,
                          staleness=None if version is None or policy_version is None
                          else max(0.0, policy_version - version),
-                         mean_reward=sum(d[1] for d in reward) / reward_n if reward_n > 0 else None))
-    engine_tokens_total = _rate_sum((s for n in names for s in _series(store, n, ENGINE_TOKENS)), start, end)
+                         mean_reward=sum(s for s, _ in reward) / reward_n if reward_n > 0 else None))
+    engine_tokens_total = w.rate_sum(s for n in names for s in _series(store, n, ENGINE_TOKENS))
 
     rates = [r["rollouts_per_s"] for r in rows if r["rollouts_per_s"] is not None]
     typical = median(rates) if len(rates) >= 2 else None
@@ -494,21 +546,21 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
         workers.append(WorkerRow(status=status, **r))
 
     rollout_rate = _sum_known(r["rollouts_per_s"] for r in rows)
-    rollout_tokens = _rate_sum((s for n in names for s in _series(store, n, ROLLOUT_TOKENS)), start, end)
-    errors = _rate_sum((s for n in rollout_targets for s in by_target_rollouts[n]
-                        if s.labels.get("outcome") == "error"), start, end)
+    rollout_tokens = w.rate_sum(s for n in names for s in _series(store, n, ROLLOUT_TOKENS))
+    errors = w.rate_sum(s for n in rollout_targets for s in by_target_rollouts[n]
+                        if s.labels.get("outcome") == "error")
     if errors is None and rollout_rate is not None:
         errors = 0.0  # rollouts are counted and none of them is an error series: a known zero
     step = max(2 * settings.interval_s, window_s / _CHART_POINTS)
-    rate_series = _rate_slots((by_target_rollouts[n] for n in rollout_targets), start, end, step)
-    median_slots = _rate_slots((by_target_rollouts[n] for n in rollout_targets), end - MEDIAN_WINDOW_S, end,
+    rate_series = _rate_slots((by_target_rollouts[n] for n in rollout_targets), w, step)
+    median_slots = _rate_slots((by_target_rollouts[n] for n in rollout_targets), median_w,
                                max(2 * settings.interval_s, 10.0))
     rate_median = median(v for _, v in median_slots) if len(median_slots) >= 3 else None
     staleness = [v for r in rows if (v := r["staleness"]) is not None]
 
     # engines (vLLM / SGLang)
     def engine_last(names_: Sequence[str]) -> list[float]:
-        return [v for t in live for s in _series(store, t.name, names_) if (v := _last(s, start, end)) is not None]
+        return [v for t in live for s in _series(store, t.name, names_) if (v := w.last(s)) is not None]
 
     running = engine_last(ENGINE_RUNNING)
     waiting = engine_last(ENGINE_WAITING)
@@ -520,7 +572,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     for t in live:
         for spec, into in ((schema.DCGM_GPU_UTIL, util), (schema.DCGM_POWER_USAGE, power)):
             for s in store.series(t.name, spec.name):
-                v = _last(s, start, end)
+                v = w.last(s)
                 if v is not None:
                     key = (label_ci(s.labels, "hostname") or t.name,
                            label_ci(s.labels, "uuid") or label_ci(s.labels, "gpu") or "")

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 import statistics
 from bisect import bisect_right
-from itertools import compress, islice
-from operator import gt, itemgetter
+from itertools import accumulate, compress, islice
+from operator import add, gt, itemgetter, mul
 from collections.abc import Iterable, Sequence
 
 from monitor.store import Series
@@ -32,6 +32,7 @@ __all__ = [
     "increase",
     "raw_increase",
     "counter_total",
+    "running_total",
     "counter_deltas",
     "value_at",
     "histogram_quantile",
@@ -52,17 +53,17 @@ _value = itemgetter(1)
 
 
 def in_window(series: Series, start: float, end: float) -> list[tuple[float, float]]:
-    """The series' points with ``start < t <= end`` (PromQL's left-open range).
-
-    Copies the ring buffer (one C-level pass) and bisects, which beats a
-    Python-level scan for every window size the TUI offers.
-    """
-    pts = series.points()
-    return pts[bisect_right(pts, start, key=_time) : bisect_right(pts, end, key=_time)]
+    """The series' points with ``start < t <= end`` (PromQL's left-open range)."""
+    pts = series.points(start, end)
+    if pts and pts[0][0] <= start:  # times strictly increase: only the first can sit on the start
+        del pts[0]
+    return pts
 
 
-def _reset_correction(values: Sequence[float]) -> float:
+def _reset_correction(values: list[float]) -> float:
     """Sum of the values just before each drop: a drop means a restart from zero."""
+    if values == sorted(values):  # the common case, no restart: timsort's O(n) check beats any scan
+        return 0.0
     return sum(compress(values, map(gt, values, islice(values, 1, None))))
 
 
@@ -124,6 +125,19 @@ def counter_total(points: Points) -> float | None:
         return None
     values = list(map(_value, points))
     return values[-1] + _reset_correction(values)
+
+
+def running_total(values: list[float]) -> list[float]:
+    """Each value plus the pre-reset values before it: a counter's total as if it never restarted.
+
+    C-level passes only (no per-point Python), because the dashboard runs
+    this over every rollout series every second.
+    """
+    if values == sorted(values):  # no restart: the values are their own running total
+        return list(values)
+    drops = map(gt, values, islice(values, 1, None))
+    corrections = accumulate(map(mul, values, drops), initial=0.0)
+    return list(map(add, values, corrections))
 
 
 def counter_deltas(points: Points) -> list[tuple[float, float, float]]:
