@@ -172,7 +172,7 @@ def observe_evals(store: Store, settings: Settings, *, previous: EvalLog | None 
             read[key] = (pts[-1][0], last_score, last_version)
     if not new:
         return EvalLog(evals=previous.evals, read=MappingProxyType(read))
-    spend = _Spend([(pts, price) for _, pts, price in _cost_series(store, settings, {})])
+    spend = _Spend([(pts, price) for _, pts, price in _cost_series(store, settings, _roles(store, (), settings))])
     evals = dict(previous.evals)
     for bench, points in new.items():
         placed = [replace(p, spend_dollars=s) for p in points if (s := spend.at(p.timestamp)) is not None]
@@ -508,12 +508,14 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
         median_w.share(w, (s for series in by_target_rollouts.values() for s in series))
     rollout_targets = [n for n in names if by_target_rollouts[n]]
     worker_targets = [t for t in targets if t.role in _WORKER_ROLES or by_target_rollouts[t.name]]
+    rollout_tokens_by = {n: w.rate_sum(_series(store, n, ROLLOUT_TOKENS)) for n in names}
+    engine_tokens_by = {n: w.rate_sum(_series(store, n, ENGINE_TOKENS)) for n in names}
     rows: list[dict] = []
     for t in worker_targets:
         n = t.name
-        tokens = w.rate_sum(_series(store, n, ROLLOUT_TOKENS))
+        tokens = rollout_tokens_by[n]
         if tokens is None:  # an uninstrumented engine's throughput is the tokens it generated
-            tokens = w.rate_sum(_series(store, n, ENGINE_TOKENS))
+            tokens = engine_tokens_by[n]
         version = None
         if not t.down:
             values = [v for s in store.series(n, schema.ROLLOUT_POLICY_VERSION.name)
@@ -527,7 +529,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
                          staleness=None if version is None or policy_version is None
                          else max(0.0, policy_version - version),
                          mean_reward=sum(s for s, _ in reward) / reward_n if reward_n > 0 else None))
-    engine_tokens_total = w.rate_sum(s for n in names for s in _series(store, n, ENGINE_TOKENS))
+    engine_tokens_total = _sum_known(engine_tokens_by.values())
 
     rates = [r["rollouts_per_s"] for r in rows if r["rollouts_per_s"] is not None]
     typical = median(rates) if len(rates) >= 2 else None
@@ -546,7 +548,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
         workers.append(WorkerRow(status=status, **r))
 
     rollout_rate = _sum_known(r["rollouts_per_s"] for r in rows)
-    rollout_tokens = w.rate_sum(s for n in names for s in _series(store, n, ROLLOUT_TOKENS))
+    rollout_tokens = _sum_known(rollout_tokens_by.values())
     errors = w.rate_sum(s for n in rollout_targets for s in by_target_rollouts[n]
                         if s.labels.get("outcome") == "error")
     if errors is None and rollout_rate is not None:
