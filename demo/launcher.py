@@ -391,13 +391,34 @@ def _title(opts: DemoOptions) -> str:
 
 
 def _exit_app(app: Any, fleet: Fleet, main_done: threading.Event) -> None:
-    """Ask the app to exit from outside its loop; if it has not within a few seconds, stop the children anyway."""
-    try:
-        app.call_from_thread(app.exit)
-    except Exception:  # noqa: BLE001 - not running (yet, or any more): the finally handles it
-        pass
+    """Ask the app to exit from outside its loop; if it has not within a few seconds, end the process.
+
+    ``call_from_thread`` runs in its own thread because it blocks until the
+    app's loop runs the call, and a wedged loop must not wedge the fallback:
+    the children are stopped and the process exits either way.
+    """
+    def ask() -> None:
+        try:
+            app.call_from_thread(app.exit)
+        except Exception:  # noqa: BLE001 - not running (yet, or any more): the finally handles it
+            pass
+
+    threading.Thread(target=ask, name="demo-exit-ask", daemon=True).start()
     if not main_done.wait(STOP_GRACE_S + 2.0):
-        fleet.stop()  # the screen is stuck; the children must not outlive us either way
+        fleet.stop()
+        os._exit(1)
+
+
+def _hang_up(fleet: Fleet) -> None:
+    """The terminal is gone: there is no screen to restore, so stop the children and leave at once.
+
+    A graceful Textual shutdown writes to the dead terminal and can block
+    forever (seen with ``tmux kill-session``), which would leave the
+    launcher behind; the default SIGHUP action (exit) is what ``ptmon watch``
+    does, plus stopping the children.
+    """
+    fleet.stop()
+    os._exit(128 + signal.SIGHUP)
 
 
 def _run_tui(opts: DemoOptions) -> int:
@@ -416,6 +437,9 @@ def _run_tui(opts: DemoOptions) -> int:
         threading.Thread(target=_exit_app, args=(apps[0], fleet, main_done), name="demo-exit", daemon=True).start()
 
     def on_signal(signum: int, frame: Any) -> None:
+        if apps and signum == signal.SIGHUP:
+            threading.Thread(target=_hang_up, args=(fleet,), name="demo-hangup", daemon=True).start()
+            return
         if requested.is_set():
             return
         requested.set()

@@ -61,12 +61,19 @@ class PtyRun:
         raise AssertionError(f"screen never showed {needle!r} with {children} children; "
                              f"got {bytes(self.output[-2000:])!r}")
 
+    def hang_up(self) -> None:
+        """What closing a terminal window does: the terminal goes away, then SIGHUP."""
+        os.close(self.master)
+        self.master = -1
+        self.proc.send_signal(signal.SIGHUP)
+
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
         self._reader.join(timeout=2)
-        os.close(self.master)
+        if self.master >= 0:
+            os.close(self.master)
 
 
 @pytest.mark.parametrize("how", ["q", "SIGINT", "SIGTERM"])
@@ -84,5 +91,17 @@ def test_quitting_the_screen_stops_every_child(how: str) -> None:
         assert wait_gone(pids, 1.0) == []
         run._reader.join(timeout=2)
         assert LEAVE_ALT_SCREEN in run.output  # Textual restored the terminal
+    finally:
+        run.close()
+
+
+def test_a_hung_up_terminal_stops_every_child_and_the_launcher() -> None:
+    run = PtyRun("--speed", "100", "--workers", "1", "--interval", "0.5")
+    try:
+        pids = run.wait_for(b"rollout-0", children=3)
+        time.sleep(0.5)
+        run.hang_up()
+        assert run.proc.wait(timeout=20) == 128 + signal.SIGHUP  # no screen to restore: out at once
+        assert wait_gone(pids, 1.0) == []
     finally:
         run.close()
