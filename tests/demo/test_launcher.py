@@ -114,3 +114,33 @@ def test_cli_defaults_give_a_demo_that_moves() -> None:
     assert opts == DemoOptions(scenario="healthy", speed=DEFAULT_SPEED, workers=4, seed=0)
     assert DEFAULT_SPEED > 1
     assert DemoOptions.from_args(build_parser().parse_args(["demo", "--speed", "2"])).speed == 2.0
+
+
+@pytest.mark.parametrize(("code", "message"), [
+    ("import sys; sys.exit(3)", "exited with status 3 before reporting its port"),
+    ("print('listening, probably')", "reported something that is not a port"),
+    ("import time; time.sleep(30)", "timed out waiting for it to report its port"),
+], ids=["exits", "garbage", "silent"])
+def test_a_child_that_never_reports_its_port_is_a_clear_error(code: str, message: str) -> None:
+    import time
+
+    from demo.launcher import FleetError, _read_announcement
+
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        with pytest.raises(FleetError, match=message):
+            _read_announcement(child, time.monotonic() + (1.0 if "sleep" in code else 30.0))
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+
+
+def test_package_exports_load_lazily() -> None:
+    code = ("import sys, demo\n"
+            "assert 'demo.launcher' not in sys.modules\n"
+            "assert sorted(demo.__all__) == dir(demo)\n"
+            "assert all(getattr(demo, name) is not None for name in demo.__all__)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
