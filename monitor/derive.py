@@ -4,11 +4,13 @@ Every function here is a pure function of ``(timestamp, value)`` points and
 explicit times: no clock, no store, no I/O, so each number on the dashboard
 can be checked by hand in a test.
 
-``rate``/``increase`` follow PromQL's ``extrapolatedRate`` (Prometheus 2.48+
-order of the start-side corrections) and ``histogram_quantile`` follows
-PromQL's ``bucketQuantile``: the same points give the same number as a
-Prometheus server, which is what lets a user check ptmon against their
-Grafana. Windows are left-open, ``(start, end]``, as in Prometheus 3.
+``rate``/``increase`` follow PromQL's ``extrapolatedRate`` (as in current
+Prometheus: the start gap is capped at half a spacing before the zero-point
+clamp; 2.42 clamps first, which differs only for a series that begins inside
+the range) and ``histogram_quantile`` follows PromQL's ``bucketQuantile``:
+the same points give the same number as a Prometheus server, which is what
+lets a user check ptmon against their Grafana. Windows are left-open,
+``(start, end]``, as in Prometheus 3.
 
 Functions return ``None`` where PromQL returns nothing or NaN (fewer than two
 points, no observations): the dashboard shows "unknown", never a made-up 0.
@@ -18,10 +20,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress, islice
 from operator import add, gt, itemgetter, mul
-from collections.abc import Iterable, Sequence
 
 from monitor.store import Series
 
@@ -33,8 +34,6 @@ __all__ = [
     "raw_increase",
     "counter_total",
     "running_total",
-    "counter_deltas",
-    "value_at",
     "histogram_quantile",
     "parse_le",
     "least_squares_slope",
@@ -48,7 +47,6 @@ Points = Sequence[tuple[float, float]]
 # within 110% of the average spacing from it (promql/functions.go).
 _EXTRAPOLATION_THRESHOLD = 1.1
 
-_time = itemgetter(0)
 _value = itemgetter(1)
 
 
@@ -138,26 +136,6 @@ def running_total(values: list[float]) -> list[float]:
     drops = map(gt, values, islice(values, 1, None))
     corrections = accumulate(map(mul, values, drops), initial=0.0)
     return list(map(add, values, corrections))
-
-
-def counter_deltas(points: Points) -> list[tuple[float, float, float]]:
-    """``(t, increase, seconds)`` between consecutive points; after a drop the increase is the new value."""
-    out: list[tuple[float, float, float]] = []
-    it = iter(points)
-    prev = next(it, None)
-    if prev is None:
-        return out
-    pt, pv = prev
-    for t, v in it:
-        out.append((t, v - pv if v >= pv else v, t - pt))
-        pt, pv = t, v
-    return out
-
-
-def value_at(points: Points, t: float) -> float | None:
-    """The last value at or before ``t`` (points oldest first), or None before the first point."""
-    i = bisect_right(points, t, key=_time)
-    return points[i - 1][1] if i else None
 
 
 def parse_le(text: str) -> float | None:

@@ -7,7 +7,6 @@ import math
 import pytest
 
 from monitor.derive import (
-    counter_deltas,
     counter_total,
     histogram_quantile,
     in_window,
@@ -18,7 +17,7 @@ from monitor.derive import (
     parse_le,
     rate,
     raw_increase,
-    value_at,
+    running_total,
 )
 from monitor.store import Series
 
@@ -91,20 +90,13 @@ def test_in_window_is_left_open() -> None:
     assert in_window(s, 40.0, 50.0) == []
 
 
-def test_counter_total_and_deltas_across_a_restart() -> None:
+def test_counter_total_and_running_total_across_a_restart() -> None:
     p = pts((1, 10), (2, 30), (3, 4), (4, 9))
     assert counter_total(p) == 30 + 9
     assert counter_total([]) is None
-    assert counter_deltas(p) == [(2, 20, 1), (3, 4, 1), (4, 5, 1)]
-    assert counter_deltas([]) == []
-
-
-def test_value_at() -> None:
-    p = pts((10, 1), (20, 2), (30, 3))
-    assert value_at(p, 5) is None
-    assert value_at(p, 10) == 1
-    assert value_at(p, 29.9) == 2
-    assert value_at(p, 100) == 3
+    assert running_total([10.0, 30.0, 4.0, 9.0]) == [10.0, 30.0, 34.0, 39.0]
+    assert running_total([1.0, 2.0, 3.0]) == [1.0, 2.0, 3.0]
+    assert running_total([5.0, 1.0, 0.5, 2.0]) == [5.0, 6.0, 6.5, 8.0]  # two restarts in a row
 
 
 # --- histogram_quantile ----------------------------------------------------------------------
