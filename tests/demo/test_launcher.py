@@ -33,6 +33,7 @@ def _roles(text: str) -> dict[str, str]:
     return out
 
 
+@pytest.mark.prometheus
 def test_prometheus_config_passes_promtool(tmp_path: Path, promtool_bin: str) -> None:
     endpoints = [Endpoint("trainer", "trainer", 9001), Endpoint("rollout-0", "rollout", 9002),
                  Endpoint("rollout-1", "rollout", 9003), Endpoint("eval", "eval", 9004)]
@@ -45,6 +46,7 @@ def test_prometheus_config_passes_promtool(tmp_path: Path, promtool_bin: str) ->
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.prometheus
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_headless_serves_every_role_and_a_signal_stops_every_child(signum: int, tmp_path: Path,
                                                                    promtool_bin: str) -> None:
@@ -144,3 +146,27 @@ def test_package_exports_load_lazily() -> None:
             "assert all(getattr(demo, name) is not None for name in demo.__all__)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.prometheus
+def test_a_real_prometheus_scrapes_the_printed_config(prometheus_bin: str, tmp_path: Path) -> None:
+    from tests.conftest import PrometheusServer
+
+    proc, text = start_headless("--interval", "0.5")
+    prom = PrometheusServer(binary=prometheus_bin, directory=tmp_path, scrape_configs=[], interval="500ms")
+    try:
+        prom.config_path.write_text(text.split("# prometheus.yml\n", 1)[1].split("\nrunning;", 1)[0])
+        prom.start()
+        up = prom.wait_for("up == 1", lambda r: len(r) == 4)
+        assert {(s["metric"]["job"], s["metric"]["ptmon_name"]) for s in up} == {
+            ("posttrain-trainer", "trainer"), ("posttrain-rollout", "rollout-0"),
+            ("posttrain-rollout", "rollout-1"), ("posttrain-eval", "eval")}
+        # The metrics keep their own role label (no target label clashed and got renamed exported_role).
+        gpus = prom.wait_for("posttrain_gpus", lambda r: len(r) == 4)
+        assert sorted(s["metric"]["role"] for s in gpus) == ["eval", "rollout", "rollout", "trainer"]
+        assert not any(k.startswith("exported_") for s in gpus for k in s["metric"])
+        prom.wait_for('sum(rate(posttrain_rollouts_total{job="posttrain-rollout"}[2s])) > 0')
+    finally:
+        prom.stop()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
