@@ -19,7 +19,8 @@ a new number, so it accepts nothing the careful path would reject.
 What is accepted, for both formats: ``# HELP`` / ``# TYPE`` (and ``# UNIT`` in
 OpenMetrics), metric names with ``:`` (vLLM's ``vllm:generation_tokens_total``),
 upper-case names and labels (DCGM's ``DCGM_FI_DEV_GPU_UTIL{Hostname="..."}``),
-label values with the escapes ``\\\\``, ``\\"`` and ``\\n``, any other character
+label values with the escapes ``\\\\``, ``\\"`` and ``\\n`` (any other backslash
+pair kept as written, as the Prometheus server does), any other character
 kept literally (control characters and Rich markup are data; the UI escapes
 them), spaces and tabs between tokens, a trailing comma in a label set (text
 format), ``NaN``/``+Inf``/``-Inf`` and the other spellings Python's
@@ -178,17 +179,18 @@ class _LineError(Exception):
 
 
 def _unescape(raw: str) -> str:
-    def replace(m: re.Match[str]) -> str:
-        ch = m.group(1)
-        try:
-            return _ESCAPES[ch]
-        except KeyError:
-            raise _LineError(
-                f"invalid escape sequence \\{ch if ch.isprintable() else repr(ch)[1:-1]} in a label value "
-                "(only \\\\, \\\" and \\n are allowed)"
-            ) from None
+    """Replace ``\\\\``, ``\\"`` and ``\\n``; keep any other backslash pair as written.
 
-    return _ESCAPE_RE.sub(replace, raw)
+    That is what the Prometheus server does in both formats (its lexers take
+    any escaped character, its replacer knows only those three), and what both
+    prometheus_client parsers do: an exporter that writes ``C:\\Program Files``
+    unescaped is scraped by Prometheus, so it must not take the target down here.
+    """
+    return _ESCAPE_RE.sub(_replace_escape, raw)
+
+
+def _replace_escape(m: re.Match[str]) -> str:
+    return _ESCAPES.get(m.group(1), m.group(0))
 
 
 def _parse_float(token: str, what: str) -> float:
