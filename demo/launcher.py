@@ -50,6 +50,7 @@ __all__ = [
 # marginal intelligence per dollar has its 5 evals after ~15 s, and a minute of demo
 # covers 40 simulated minutes (about $40 of a 17-GPU fleet).
 DEFAULT_SPEED = 40.0
+MAX_SPEED = 1000.0
 READY_TIMEOUT_S = 30.0  # a loaded 2-core machine can take seconds to start a handful of Pythons
 STOP_GRACE_S = 3.0
 # The TUI's shortest window: at 40x a minute of screen is 40 simulated minutes, so rates and
@@ -69,8 +70,9 @@ class DemoOptions:
 
     def __post_init__(self) -> None:
         get_scenario(self.scenario)
-        if not self.speed > 0:
-            raise ValueError(f"--speed must be positive, got {self.speed}")
+        if not 0 < self.speed <= MAX_SPEED:
+            raise ValueError(f"--speed must be above 0 and at most {MAX_SPEED:g} (faster, the processes "
+                             f"would only spin), got {self.speed:g}")
         if not 1 <= self.workers <= 64:
             raise ValueError(f"--workers must be between 1 and 64, got {self.workers}")
 

@@ -106,6 +106,8 @@ def test_bad_options_are_refused_with_a_message(capsys: pytest.CaptureFixture[st
 
     assert main(["demo", "--headless", "--workers", "0"]) == 2
     assert "--workers" in capsys.readouterr().err
+    assert main(["demo", "--headless", "--speed", "5000"]) == 2
+    assert "--speed must be above 0 and at most 1000" in capsys.readouterr().err
 
 
 def test_cli_defaults_give_a_demo_that_moves() -> None:
