@@ -39,6 +39,7 @@ _MIN_TIMEOUT_S = 0.25
 _THREAD_PARSE_BYTES = 256 * 1024
 _ERROR_MAX_CHARS = 200
 _USER_AGENT = "ptmon"
+_MAX_REDIRECTS = 5
 
 
 def effective_timeout(interval_s: float, timeout_s: float | None) -> float:
@@ -63,6 +64,10 @@ def backoff_delay(interval_s: float, failures: int, *, max_backoff_s: float = MA
     if failures <= 0:
         return interval_s
     return min(max(max_backoff_s, interval_s), interval_s * 2.0 ** min(failures - 1, 32))
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
 
 
 class _ScrapeError(Exception):
@@ -252,8 +257,8 @@ class Scraper:
             # trust_env=False: no proxy variables or .netrc credentials sneak into
             # scrapes; what is scraped and how is exactly what the config says.
             self._clients[key] = httpx.AsyncClient(
-                transport=transport, verify=verify, trust_env=False, follow_redirects=True,
-                max_redirects=5, limits=limits, headers={"User-Agent": _USER_AGENT},
+                transport=transport, verify=verify, trust_env=False, follow_redirects=False,
+                limits=limits, headers={"User-Agent": _USER_AGENT},
             )
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
@@ -409,19 +414,29 @@ class Scraper:
         }
         try:
             async with asyncio.timeout(timeout):
-                async with client.stream(
-                    "GET", st.target.url, headers=headers, auth=st.auth, timeout=timeout
-                ) as response:
-                    if response.status_code != 200:
-                        raise _ScrapeError(f"HTTP {response.status_code} {response.reason_phrase}".strip())
-                    body = await self._read_capped(response)
-                    return body, response.headers.get("content-type")
+                # Redirects are followed here, not by httpx: httpx reads (and inflates) the whole body of
+                # every 3xx before following it, past any cap. Credentials go to the configured origin
+                # only (httpx also strips Authorization from a cross-origin redirect request).
+                request = client.build_request("GET", st.target.url, headers=headers, timeout=timeout)
+                origin = _origin(request.url)
+                for _hop in range(_MAX_REDIRECTS + 1):
+                    auth = st.auth if _origin(request.url) == origin else None
+                    response = await client.send(request, auth=auth, stream=True)
+                    try:
+                        redirect = response.next_request
+                        if redirect is None:
+                            if response.status_code != 200:
+                                raise _ScrapeError(f"HTTP {response.status_code} {response.reason_phrase}".strip())
+                            body = await self._read_capped(response)
+                            return body, response.headers.get("content-type")
+                    finally:
+                        await response.aclose()
+                    request = redirect
+                raise _ScrapeError("too many redirects")
         except (TimeoutError, httpx.TimeoutException):
             raise _ScrapeError(f"timed out after {timeout:g} s") from None
         except httpx.ConnectError as exc:
             raise _ScrapeError(_connect_message(exc)) from None
-        except httpx.TooManyRedirects:
-            raise _ScrapeError("too many redirects") from None
         except httpx.HTTPError as exc:
             raise _ScrapeError(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
 

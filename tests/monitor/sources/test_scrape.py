@@ -624,3 +624,99 @@ async def test_the_projects_trainer_exporter_over_real_tls_gives_the_recorded_nu
     assert _value(store, "trainer", schema.TRAINER_LAST_STEP_TIMESTAMP.name) == NOW
     (info,) = store.series("trainer", schema.RUN_INFO.name)
     assert dict(info.labels) == {"run": "r1", "model": "m", "algorithm": "grpo", "role": "trainer"}
+
+
+# ---------------------------------------------------------------------------
+# Redirects. Real ones happen: a Starlette/FastAPI app that mounts prometheus_client's ASGI app at
+# /metrics (vLLM does) answers GET /metrics with "307 -> /metrics/". They are followed, but the body of a
+# 3xx is never read (httpx's own redirect handling reads and inflates it whole, uncapped), and
+# credentials only go to the configured origin.
+
+
+class Counted:
+    """A finite body of ``size`` bytes that counts how much of it was pulled."""
+
+    def __init__(self, size: int, chunk: int = 64 * 1024) -> None:
+        self.size, self.chunk, self.pulled = size, chunk, 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while self.pulled < self.size:
+            self.pulled += self.chunk
+            yield b"x" * self.chunk
+
+
+async def test_a_redirect_is_followed_without_reading_its_body() -> None:
+    junk = Counted(48 * 2**20)  # 3x the body cap, behind a redirect
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        if request.url.path == "/metrics":
+            return httpx.Response(307, headers={"location": "/metrics/"}, content=junk)
+        return ok(request)
+
+    store = Store()
+    scraper = Scraper([target("good")], store=store, clock=Clock(), transport=httpx.MockTransport(handler))
+    async with scraper:
+        await scraper.scrape_once()
+    assert seen == ["/metrics", "/metrics/"]
+    assert_good(scraper, store)
+    assert junk.pulled == 0
+
+
+async def test_redirect_loops_are_an_error_and_credentials_stay_with_the_configured_origin() -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((str(request.url), request.headers.get("authorization")))
+        if request.url.host == "a":
+            return httpx.Response(302, headers={"location": "http://elsewhere:9100/metrics"})
+        if request.url.host == "elsewhere":
+            return httpx.Response(302, headers={"location": f"http://loop:9100/{len(seen)}"})
+        return httpx.Response(302, headers={"location": f"/{len(seen)}"})
+
+    scraper = Scraper([target("a", basic_auth=("user", "secret"))], store=Store(),
+                      transport=httpx.MockTransport(handler))
+    async with scraper:
+        await scraper.scrape_once()
+    assert scraper.health()[0].error == "too many redirects"
+    assert seen[0][1] is not None and seen[0][1].startswith("Basic ")
+    assert all(auth is None for _, auth in seen[1:])  # never sent to another host
+    assert len(seen) == 6  # the request and 5 redirects
+
+
+async def test_real_starlette_style_mount_redirect_on_loopback() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/metrics":
+                self.send_response(307)
+                self.send_header("Location", f"http://127.0.0.1:{self.server.server_port}/metrics/")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(GOOD_BODY)))
+            self.end_headers()
+            self.wfile.write(GOOD_BODY)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        store = Store()
+        scraper = Scraper([Target("good", f"http://127.0.0.1:{server.server_port}/metrics")], store=store,
+                          clock=Clock())
+        async with scraper:
+            await scraper.scrape_once()
+        assert_good(scraper, store)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
