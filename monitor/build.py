@@ -172,7 +172,7 @@ def observe_evals(store: Store, settings: Settings, *, previous: EvalLog | None 
             read[key] = (pts[-1][0], last_score, last_version)
     if not new:
         return EvalLog(evals=previous.evals, read=MappingProxyType(read))
-    spend = _Spend([(pts, price) for _, pts, price in _cost_series(store, settings, _roles(store, (), settings))])
+    spend = _Spend([(pts, price) for _, _, pts, price in _cost_series(store, settings, _roles(store, (), settings))])
     evals = dict(previous.evals)
     for bench, points in new.items():
         placed = [replace(p, spend_dollars=s) for p in points if (s := spend.at(p.timestamp)) is not None]
@@ -196,12 +196,22 @@ def _series(store: Store, target: str, names: Iterable[str]) -> list[Series]:
 class _Window:
     """One build's view of ``(start, end]``: each series' points fetched once, however many numbers use them."""
 
-    __slots__ = ("start", "end", "_memo")
+    __slots__ = ("start", "end", "_memo", "_from")
 
-    def __init__(self, start: float, end: float) -> None:
+    def __init__(self, start: float, end: float, *, coverage: Mapping[str, float] | None = None) -> None:
         self.start = start
         self.end = end
         self._memo: dict[int, list[tuple[float, float]]] = {}
+        self._from = coverage or {}
+
+    def range_start(self, target: str) -> float:
+        """Where ``target``'s rates start: the window's start, or where this monitor's data on it begins.
+
+        PromQL divides by the whole range; a monitor started 20 s ago would then
+        show a third of the true rate for its first minute (and a new worker a
+        fraction of its own). The range is cut to the data this monitor has.
+        """
+        return max(self.start, self._from.get(target, self.start))
 
     def pts(self, series: Series) -> list[tuple[float, float]]:
         key = id(series)
@@ -218,11 +228,12 @@ class _Window:
                 pts = wider.pts(s)
                 memo[id(s)] = pts[bisect_right(pts, self.start, key=_time):bisect_right(pts, self.end, key=_time)]
 
-    def rate_sum(self, series: Iterable[Series]) -> float | None:
-        """Σ PromQL rate over the series; None when none has two points in the window."""
+    def rate_sum(self, target: str, series: Iterable[Series]) -> float | None:
+        """Σ PromQL rate over ``target``'s series; None when none has two points in the window."""
         total: float | None = None
+        begin = self.range_start(target)
         for s in series:
-            r = rate(self.pts(s), start=self.start, end=self.end)
+            r = rate(self.pts(s), start=begin, end=self.end)
             if r is not None:
                 total = r if total is None else total + r
         return total
@@ -287,22 +298,22 @@ def _histogram_pairs(store: Store, target: str, spec: MetricSpec) -> list[tuple[
             if (k := tuple(sorted(s.labels.items()))) in counts]
 
 
-def _buckets_by_le(store: Store, targets: Iterable[str], spec: MetricSpec) -> list[tuple[float, Series]]:
-    out: list[tuple[float, Series]] = []
+def _buckets_by_le(store: Store, targets: Iterable[str], spec: MetricSpec) -> list[tuple[float, str, Series]]:
+    out: list[tuple[float, str, Series]] = []
     for target in targets:
         for s in store.series(target, spec.bucket):
             le = parse_le(s.labels.get("le", ""))
             if le is not None:
-                out.append((le, s))
+                out.append((le, target, s))
     return out
 
 
-def _quantiles_over_window(buckets: list[tuple[float, Series]], qs: Sequence[float], w: _Window
+def _quantiles_over_window(buckets: list[tuple[float, str, Series]], qs: Sequence[float], w: _Window
                            ) -> list[float | None]:
     """histogram_quantile(q, sum by (le) (rate(x_bucket[window]))), as PromQL computes it."""
     by_le: dict[float, float] = {}
-    for le, s in buckets:
-        r = rate(w.pts(s), start=w.start, end=w.end)
+    for le, target, s in buckets:
+        r = rate(w.pts(s), start=w.range_start(target), end=w.end)
         if r is not None:
             by_le[le] = by_le.get(le, 0.0) + r
     if not by_le:
@@ -404,12 +415,12 @@ def _targets(store: Store, health: Sequence[TargetHealth], settings: Settings) -
 
 
 def _cost_series(store: Store, settings: Settings, roles: Mapping[str, str | None]
-                 ) -> list[tuple[str, list[tuple[float, float]], float]]:
-    """(role, all points, price) per GPU-seconds series. Price: config override > exporter's gauge > default.
+                 ) -> list[tuple[str, str, list[tuple[float, float]], float]]:
+    """(target, role, all points, price) per GPU-seconds series. Price: config > exporter's gauge > default.
 
     The role is the series' ``role`` label (the exporters set it), else the target's role.
     """
-    out: list[tuple[str, list[tuple[float, float]], float]] = []
+    out: list[tuple[str, str, list[tuple[float, float]], float]] = []
     for target in store.targets():
         series = _series(store, target, GPU_SECONDS)
         if not series:
@@ -421,7 +432,7 @@ def _cost_series(store: Store, settings: Settings, roles: Mapping[str, str | Non
             if price is None:
                 last = gauges.get(s.labels.get("role"))
                 price = last[1] if last is not None and math.isfinite(last[1]) else schema.DEFAULT_GPU_HOUR_PRICE
-            out.append((role, s.points(), price))
+            out.append((target, role, s.points(), price))
     return out
 
 
@@ -438,8 +449,11 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     ``evals``: the caller's running ``EvalLog``; None reads every eval in the store.
     """
     start, end = now - window_s, now
-    w = _Window(start, end)
     targets = _targets(store, health, settings)
+    # Where this monitor's data on each target begins (half an interval before its first scrape,
+    # so that scrape sits inside the range and rate() reads the plain slope).
+    firsts = {t.name: times[0] for t in targets if (times := store.scrape_times(t.name))}
+    w = _Window(start, end, coverage={n: t0 - settings.interval_s / 2 for n, t0 in firsts.items()})
     roles = {t.name: t.role for t in targets}
     live = [t for t in targets if not t.down]
     th = settings.thresholds
@@ -454,16 +468,15 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
             labels = infos[0].labels
             run, model, algorithm = labels.get("run"), labels.get("model"), labels.get("algorithm")
             break
-    firsts = [times[0] for t in targets if (times := store.scrape_times(t.name))]
-    started_at = min(firsts) if firsts else None
+    started_at = min(firsts.values()) if firsts else None
 
     # trainer
     names = [t.name for t in targets]
     policy_versions = [v for t in live for s in store.series(t.name, schema.POLICY_VERSION.name)
                        if (v := w.last(s)) is not None]
     policy_version = max(policy_versions) if policy_versions else None
-    steps_per_s = w.rate_sum(s for n in names for s in _series(store, n, TRAINER_STEPS))
-    trainer_tokens = w.rate_sum(s for n in names for s in _series(store, n, TRAINER_TOKENS))
+    steps_per_s = _sum_known(w.rate_sum(n, _series(store, n, TRAINER_STEPS)) for n in names)
+    trainer_tokens = _sum_known(w.rate_sum(n, _series(store, n, TRAINER_TOKENS)) for n in names)
     step_totals = [w.increase_ratio(su, co) for n in names
                    for su, co in _histogram_pairs(store, n, schema.TRAINER_STEP_SECONDS)]
     step_count = sum(c for _, c in step_totals)
@@ -471,7 +484,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     # The median over the trainer's whole life (cumulative buckets), not the window: the stall rule
     # scales with it, and a stalled window has no steps to take a median of.
     step_buckets: dict[float, float] = {}
-    for le, s in _buckets_by_le(store, names, schema.TRAINER_STEP_SECONDS):
+    for le, _, s in _buckets_by_le(store, names, schema.TRAINER_STEP_SECONDS):
         last = s.last()
         if last is not None:
             step_buckets[le] = step_buckets.get(le, 0.0) + last[1]
@@ -495,7 +508,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
         older = sorted((t, ds / dc) for su, co in sync_pairs
                        for t, ds, dc in _paired_deltas(su.points(None, end), co.points(None, end)))
         sync_last = older[-1][1] if older else None
-    sync_bytes = w.rate_sum(s for n in names for s in _series(store, n, SYNC_BYTES))
+    sync_bytes = _sum_known(w.rate_sum(n, _series(store, n, SYNC_BYTES)) for n in names)
     sync_failures = w.raw_increase_sum(s for n in names for s in _series(store, n, SYNC_FAILURES))
 
     # rollout side, per worker
@@ -508,8 +521,8 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
         median_w.share(w, (s for series in by_target_rollouts.values() for s in series))
     rollout_targets = [n for n in names if by_target_rollouts[n]]
     worker_targets = [t for t in targets if t.role in _WORKER_ROLES or by_target_rollouts[t.name]]
-    rollout_tokens_by = {n: w.rate_sum(_series(store, n, ROLLOUT_TOKENS)) for n in names}
-    engine_tokens_by = {n: w.rate_sum(_series(store, n, ENGINE_TOKENS)) for n in names}
+    rollout_tokens_by = {n: w.rate_sum(n, _series(store, n, ROLLOUT_TOKENS)) for n in names}
+    engine_tokens_by = {n: w.rate_sum(n, _series(store, n, ENGINE_TOKENS)) for n in names}
     rows: list[dict] = []
     for t in worker_targets:
         n = t.name
@@ -524,7 +537,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
         reward = [w.increase_ratio(su, co) for su, co in _histogram_pairs(store, n, schema.ROLLOUT_REWARD)]
         reward_n = sum(c for _, c in reward)
         rows.append(dict(name=n, role=t.role or schema.ROLE_ROLLOUT, up=t.health.up,
-                         rollouts_per_s=w.rate_sum(by_target_rollouts[n]),
+                         rollouts_per_s=w.rate_sum(n, by_target_rollouts[n]),
                          tokens_per_s=tokens, policy_version=version,
                          staleness=None if version is None or policy_version is None
                          else max(0.0, policy_version - version),
@@ -549,8 +562,8 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
 
     rollout_rate = _sum_known(r["rollouts_per_s"] for r in rows)
     rollout_tokens = _sum_known(rollout_tokens_by.values())
-    errors = w.rate_sum(s for n in rollout_targets for s in by_target_rollouts[n]
-                        if s.labels.get("outcome") == "error")
+    errors = _sum_known(w.rate_sum(n, (s for s in by_target_rollouts[n] if s.labels.get("outcome") == "error"))
+                        for n in rollout_targets)
     if errors is None and rollout_rate is not None:
         errors = 0.0  # rollouts are counted and none of them is an error series: a known zero
     step = max(2 * settings.interval_s, window_s / _CHART_POINTS)
@@ -583,15 +596,15 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     # cost
     cost = _cost_series(store, settings, roles)
     by_role: dict[str, float] = {}
-    for role, pts, price in cost:
+    for _, role, pts, price in cost:
         total = counter_total(pts)
         if total is not None:
             by_role[role] = by_role.get(role, 0.0) + total * price / 3600.0
     spend = sum(by_role.values()) if by_role else None
     burn: float | None = None
-    for _, pts, price in cost:
+    for target, _, pts, price in cost:
         win = pts[bisect_right(pts, start, key=_time):bisect_right(pts, end, key=_time)]
-        r = rate(win, start=start, end=end)
+        r = rate(win, start=w.range_start(target), end=end)
         if r is not None:
             burn = (burn or 0.0) + r * price  # GPU-seconds per second x $/GPU-hour = $/hour
     tokens_now = rollout_tokens if rollout_tokens is not None else engine_tokens_total

@@ -276,6 +276,28 @@ def test_empty_window_is_unknown_not_zero() -> None:
     assert d.spend_dollars == pytest.approx(spend_at(300))  # money spent stays spent
 
 
+def test_monitor_started_inside_the_window_reports_the_true_rate() -> None:
+    # The monitor has scraped only since 1240 (every 10 s) but the window is 300 s. PromQL would divide
+    # 60 s of increase by 300 s; the range is cut to where the data begins (half an interval before).
+    store = fill(Store(), SCENARIO, start=1240.0)
+    d = build_dashboard(store, (), Settings(interval_s=10.0), now=NOW, window_s=WINDOW)
+    assert d.started_at == 1240.0
+    assert d.rollout_rate_per_s == pytest.approx(3.1)
+    assert {w.name: w.rollouts_per_s for w in d.workers if w.rollouts_per_s} == pytest.approx({"w1": 2.1, "w2": 1.0})
+    assert d.steps_per_s == pytest.approx(0.5)
+    assert d.burn_dollars_per_hour == pytest.approx(40.0)
+    assert d.engine_tokens_per_s == pytest.approx(2000.0)
+
+
+def test_worker_that_joined_mid_window_counts_at_its_own_rate() -> None:
+    store = fill(Store(), {"w1": SCENARIO["w1"]})
+    fill(store, {"w2": SCENARIO["w2"]}, start=1200.0)
+    d = build_dashboard(store, (), Settings(interval_s=10.0), now=NOW, window_s=WINDOW)
+    rows = {w.name: w for w in d.workers}
+    assert rows["w2"].rollouts_per_s == pytest.approx(1.0)
+    assert d.rollout_rate_per_s == pytest.approx(3.1)
+
+
 def test_worker_restart_is_a_counter_reset() -> None:
     def restarting(t: float) -> list[Sample]:
         # 2 rollouts/s; the process restarts at t=1150 and counts from zero again.

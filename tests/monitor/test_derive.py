@@ -211,8 +211,9 @@ class OffsetClock:
         return time.monotonic() + self.offset
 
 
-def _matrix(prom, selector: str, at: float) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
-    data = prom.api("query", query=f"{selector}[{int(RANGE_S)}s]", time=f"{at:.3f}")
+def _matrix(prom, selector: str, at: float, range_s: float = RANGE_S
+            ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    data = prom.api("query", query=f"{selector}[{int(range_s)}s]", time=f"{at:.3f}")
     return [(r["metric"], [(float(t), float(v)) for t, v in r["values"]]) for r in data["result"]]
 
 
@@ -297,17 +298,18 @@ def test_rate_and_histogram_quantile_agree_with_promql(prometheus_server) -> Non
             mine = histogram_quantile(q, list(by_le.items()))
             assert mine == pytest.approx(quantiles[q], rel=0.01), q
 
-        # 3. The same through build_dashboard: a Store filled with Prometheus's samples.
+        # 3. The same through build_dashboard: a Store filled with Prometheus's samples, from before the
+        #    range too (as a monitor that has been running), so the whole range is covered.
         store = Store()
         per_target: dict[str, dict[float, list[Sample]]] = defaultdict(lambda: defaultdict(list))
-        for m, pts in series:
+        for m, pts in _matrix(prom, selector, at, 2 * RANGE_S):
             labels = {k: v for k, v in m.items() if k not in ("__name__", "instance", "job")}
             for t, v in pts:
                 per_target[m["instance"]][t].append(Sample(m["__name__"], labels, v))
         for target, by_t in per_target.items():
             for t in sorted(by_t):
                 store.ingest(target, t, by_t[t])
-        d = build_dashboard(store, (), Settings(), now=at, window_s=RANGE_S)
+        d = build_dashboard(store, (), Settings(interval_s=0.5), now=at, window_s=RANGE_S)
         total = _instant(prom, f"sum(rate(posttrain_rollouts_total[{int(RANGE_S)}s]))", at)[0][1]
         assert d.rollout_rate_per_s == pytest.approx(total, rel=0.01)
         assert d.weight_sync_p50_s == pytest.approx(quantiles[0.5], rel=0.01)
