@@ -238,6 +238,36 @@ def _target(r: _Reader, raw: object, i: int, base: str) -> Target:
                   ca_file=ca_file, verify_tls=verify)
 
 
+# What each threshold may be; a value outside can never fire, or always does (a typo, not a choice).
+_THRESHOLD_RULES = {
+    "weight_sync_p99_warn_s": "positive", "weight_sync_p99_critical_s": "positive",
+    "staleness_warn": "nonneg", "staleness_critical": "nonneg",
+    "stall_min_s": "nonneg", "stall_factor": "positive",
+    "rollout_drop_ratio": "fraction", "eval_regression_points": "nonneg",
+}
+_WARN_CRITICAL = (("weight_sync_p99_warn_s", "weight_sync_p99_critical_s"), ("staleness_warn", "staleness_critical"))
+
+
+def _thresholds(r: _Reader, raw: object) -> Thresholds:
+    al = r.table(raw, "alerts")
+    r.no_unknown(al, _THRESHOLD_KEYS, "alerts")
+    values: dict[str, float] = {}
+    for k, v in al.items():
+        rule = _THRESHOLD_RULES.get(k)
+        values[k] = r.number(v, f"alerts.{k}", positive=rule == "positive", nonneg=rule in ("nonneg", "fraction"))
+        if rule == "fraction" and values[k] > 1:
+            raise r.error(f"alerts.{k}", "a fraction between 0 and 1", v)
+    thresholds = Thresholds(**values)
+    for warn, critical in _WARN_CRITICAL:
+        if getattr(thresholds, warn) > getattr(thresholds, critical):
+            # Name the warn level when the file set it, else the critical level the file lowered under it.
+            key, other, bound = (warn, critical, "at most") if warn in al else (critical, warn, "at least")
+            other_from = f"from alerts.{other}" if other in al else "the default"
+            raise r.error(f"alerts.{key}", f"{bound} {other} ({getattr(thresholds, other):g}, {other_from})",
+                          al[key])
+    return thresholds
+
+
 def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(Settings keyword arguments, raw timing values) from one ptmon.toml."""
     r = _Reader(path)
@@ -279,9 +309,7 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
         if "marginal_k" in ev:
             out["marginal_k"] = r.integer(ev["marginal_k"], "eval.marginal_k", minimum=2)
     if "alerts" in doc:
-        al = r.table(doc["alerts"], "alerts")
-        r.no_unknown(al, _THRESHOLD_KEYS, "alerts")
-        out["thresholds"] = Thresholds(**{k: r.number(v, f"alerts.{k}") for k, v in al.items()})
+        out["thresholds"] = _thresholds(r, doc["alerts"])
     if "targets" in doc:
         raw = doc["targets"]
         if not isinstance(raw, list):

@@ -161,6 +161,16 @@ BAD_FILES = [
     ("[eval]\nbaseline_score = 'high'\n", "eval.baseline_score", "a number"),
     ("[eval]\nprimary_benchmark = ''\n", "eval.primary_benchmark", "a non-empty string"),
     ("[alerts]\nstaleness_warn = 'two'\n", "alerts.staleness_warn", "a number"),
+    # A threshold that can never or always fire is a typo, not a choice.
+    ("[alerts]\nstaleness_warn = -1\n", "alerts.staleness_warn", "a number >= 0, got -1"),
+    ("[alerts]\nweight_sync_p99_critical_s = 0\n", "alerts.weight_sync_p99_critical_s", "a positive number"),
+    ("[alerts]\nstall_factor = 0\n", "alerts.stall_factor", "a positive number"),
+    ("[alerts]\neval_regression_points = -0.1\n", "alerts.eval_regression_points", "a number >= 0"),
+    ("[alerts]\nrollout_drop_ratio = 5\n", "alerts.rollout_drop_ratio", "a fraction between 0 and 1, got 5"),
+    ("[alerts]\nweight_sync_p99_warn_s = 200\n", "alerts.weight_sync_p99_warn_s",
+     "at most weight_sync_p99_critical_s (120, the default), got 200"),
+    ("[alerts]\nstaleness_warn = 3\nstaleness_critical = 2\n", "alerts.staleness_warn",
+     "at most staleness_critical (2, from alerts.staleness_critical), got 3"),
     ("targets = 'h:1'\n", "targets", "an array of tables"),
     ("[[targets]]\nname = 'a'\n", "targets[0].url", "a URL (required)"),
     ("[[targets]]\nurl = 'h:1'\n[[targets]]\nurl = 'ftp://x'\n", "targets[1].url", "an http:// or https:// URL"),
@@ -238,3 +248,11 @@ def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path, monkeypa
     path = write(sub, "[[targets]]\nurl = 'h:1'\nbearer_token_file = '../token'\n")
     monkeypatch.chdir(tmp_path.parent)
     assert load_settings(config_path=path).targets[0].bearer_token_file == str(tmp_path / "token")
+
+
+def test_thresholds_that_make_sense_are_taken(tmp_path: Path) -> None:
+    path = write(tmp_path, "[alerts]\nmarginal_ipd_min = -50\nstaleness_warn = 4\nstaleness_critical = 4\n"
+                           "rollout_drop_ratio = 1\nstall_min_s = 0\n")
+    t = load_settings(config_path=path).thresholds
+    assert (t.marginal_ipd_min, t.staleness_warn, t.staleness_critical, t.rollout_drop_ratio, t.stall_min_s) == (
+        -50.0, 4.0, 4.0, 1.0, 0.0)
