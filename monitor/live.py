@@ -9,7 +9,6 @@ asking for one never waits on a target.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -17,19 +16,13 @@ from dataclasses import replace
 import httpx
 
 from monitor.alerts import evaluate
-from monitor.build import MEDIAN_WINDOW_S, Baseline, EvalLog, build_dashboard, observe_evals
+from monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
 from monitor.dashboard import Alert, Dashboard
-from monitor.settings import WINDOWS_S, Settings
+from monitor.settings import Settings
 from monitor.sources.scrape import Scraper
-from monitor.store import DEFAULT_CAPACITY, Store
+from monitor.store import Store
 
-__all__ = ["LiveFeed", "store_capacity"]
-
-
-def store_capacity(settings: Settings) -> int:
-    """Points per series so the longest window the TUI offers (and the 10-minute median) fit."""
-    longest = max((*WINDOWS_S, settings.window_s, MEDIAN_WINDOW_S))
-    return max(DEFAULT_CAPACITY, math.ceil(longest / settings.interval_s) + 2)
+__all__ = ["LiveFeed"]
 
 
 class LiveFeed:
@@ -44,8 +37,9 @@ class LiveFeed:
                  transport: httpx.AsyncBaseTransport | None = None, store: Store | None = None) -> None:
         self._settings = settings
         self._clock = clock
-        self.store = store if store is not None else Store(capacity=store_capacity(settings),
-                                                           max_series=settings.max_series)
+        # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 100 bytes a
+        # point; at faster intervals the longest window shows what fits, and rates use the span held.
+        self.store = store if store is not None else Store(max_series=settings.max_series)
         self._scraper = Scraper.from_settings(settings, store=self.store, transport=transport, clock=clock)
         self._evals = EvalLog()
         self._baseline: Baseline | None = None

@@ -18,7 +18,7 @@ from exporters.serve import serve
 from exporters.trainer import TrainerExporter
 from monitor.derive import histogram_quantile
 from monitor.feed import Feed
-from monitor.live import LiveFeed, store_capacity
+from monitor.live import LiveFeed
 from monitor.settings import Settings, Target
 
 T0 = 1000.0
@@ -206,8 +206,3 @@ async def test_mock_transport_failure_marks_only_that_target() -> None:
     assert health["good"].up is True and health["good"].role == "rollout"
     assert health["bad"].up is False and "500" in (health["bad"].error or "")
     assert {a.subject for a in d.alerts if a.name == "target_down"} == {"bad"}
-
-
-def test_store_holds_the_longest_window() -> None:
-    assert store_capacity(Settings(interval_s=1.0)) >= 3600
-    assert store_capacity(Settings(interval_s=0.5)) >= 7200
