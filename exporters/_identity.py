@@ -28,7 +28,7 @@ from exporters.cost import Clock, GpuCostCollector, GpuMeter
 from exporters.schema import EXPORTER_ERRORS, RUN_INFO
 
 __all__ = ["RunInfoCollector", "ProcessMetrics", "process_metrics", "BaseExporter", "as_number",
-           "as_count", "MAX_INT"]
+           "as_count", "servable", "MAX_INT"]
 
 log = logging.getLogger("exporters")
 
@@ -59,6 +59,21 @@ def as_count(value: object) -> float | None:
     return number if number is not None and number >= 0 else None
 
 
+def servable(text: str) -> bool:
+    """Whether ``text`` can be a label value: it must encode as UTF-8.
+
+    A lone surrogate (a file name decoded with ``surrogateescape``) cannot,
+    and prometheus_client only finds out when it encodes the whole exposition:
+    every later scrape of the registry would fail, losing every metric. So
+    each new label value is checked once, when its series is created.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class RunInfoCollector(Collector):
     """``posttrain_run_info``: one series per role in this registry."""
 
@@ -70,6 +85,8 @@ class RunInfoCollector(Collector):
         for name, value in (("run", run), ("model", model), ("algorithm", algorithm), ("role", role)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+            if not servable(value):
+                raise ValueError(f"{name} must be valid Unicode (it cannot be encoded as UTF-8), got {value!r}")
         with self._lock:
             if role in self._roles:
                 raise ValueError(f"this registry already has an exporter with role={role!r}")

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, push_to_gateway
 from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from exporters import _build
-from exporters._identity import BaseExporter, as_count, as_number
+from exporters._identity import BaseExporter, as_count, as_number, servable
 from exporters.cost import Clock
 from exporters.schema import EVAL_POLICY_VERSION, EVAL_SAMPLES, EVAL_SCORE, ROLE_EVAL
 
@@ -49,7 +49,8 @@ class EvalExporter(BaseExporter):
         """The latest score on ``benchmark``. A bad benchmark or score drops the whole call (counted)."""
         try:
             checked_score = as_number(score)
-            if type(benchmark) is not str or not benchmark or checked_score is None:
+            if (type(benchmark) is not str or not benchmark or checked_score is None
+                    or (benchmark not in self._children and not servable(benchmark))):
                 self._dropped("record_eval", (benchmark, score))
                 return
             checked_version = None if policy_version is None else as_count(policy_version)

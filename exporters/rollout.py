@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry
 
 from exporters import _build
-from exporters._identity import MAX_INT, BaseExporter, as_count, as_number
+from exporters._identity import MAX_INT, BaseExporter, as_count, as_number, servable
 from exporters.cost import Clock
 from exporters.schema import (
     ROLE_ROLLOUT,
@@ -72,7 +72,7 @@ class RolloutExporter(BaseExporter):
 
     def _resolve(self, env: object, outcome: object) -> tuple | None:
         """Children for (env, outcome), or None when either label is bad (nothing can be attributed)."""
-        if type(env) is not str or not env or outcome not in _OUTCOMES:
+        if type(env) is not str or not env or outcome not in _OUTCOMES or not servable(env):
             return None
         with self._resolve_lock:
             children = self._children.get((env, outcome))

@@ -124,3 +124,13 @@ def test_push_to_a_closed_port_is_returned_and_counted() -> None:
     evals = make()
     assert evals.push(gateway=f"127.0.0.1:{port}", job="eval", timeout=2.0) is False
     assert errors(evals.registry, "push") == 1
+
+
+def test_a_benchmark_that_is_not_valid_unicode_is_dropped_so_the_endpoint_keeps_serving() -> None:
+    from prometheus_client import generate_latest
+
+    evals = make()
+    evals.record_eval(benchmark="gsm8k\udcff", score=0.7)
+    evals.record_eval(benchmark="gsm8k", score=0.71)
+    assert errors(evals.registry, "record_eval") == 1
+    assert b'posttrain_eval_score{benchmark="gsm8k"} 0.71' in generate_latest(evals.registry)

@@ -58,3 +58,10 @@ def test_process_metrics_is_one_per_registry() -> None:
     registry = CollectorRegistry()
     assert process_metrics(registry) is process_metrics(registry)
     assert process_metrics(registry) is not process_metrics(CollectorRegistry())
+
+
+@pytest.mark.parametrize("field", ["run", "model", "algorithm"])
+def test_run_identity_that_cannot_be_served_is_refused_at_construction(field: str) -> None:
+    options = {"run": "r", "model": "m", "algorithm": "a", field: "x\udcff"}
+    with pytest.raises(ValueError, match=f"{field} must be valid Unicode"):
+        EvalExporter(**options, gpus=0, gpu_hour_price=3.0)  # type: ignore[arg-type]

@@ -229,3 +229,17 @@ def test_inline_fast_path_matches_the_public_api(rollouts: list) -> None:
                       if s.name in names)
 
     assert samples(exporter.registry) == samples(reference)
+
+
+def test_an_env_that_is_not_valid_unicode_is_dropped_so_the_endpoint_keeps_serving() -> None:
+    # A lone surrogate (a file name decoded with surrogateescape, say) cannot be encoded as UTF-8: kept as a
+    # label, it would make every later scrape of this registry fail, losing every metric, not one rollout.
+    from prometheus_client import generate_latest
+
+    rollout = make()
+    rollout.record_rollout(env="math\udcff", tokens=10, reward=1.0, seconds=1.0)
+    rollout.record_rollout(env="math", tokens=5)
+    reg = rollout.registry
+    assert errors(reg, "record_rollout") == 1
+    assert value(reg, ROLLOUT_TOKENS, env="math") == 5
+    assert b'posttrain_rollout_tokens_total{env="math"} 5.0' in generate_latest(reg)
