@@ -74,7 +74,8 @@ def _candidates(d: Dashboard, th: Thresholds, marginal_k: int) -> Iterable[tuple
             yield ("weight_sync_slow", "critical",
                    f"weight-sync p99 {_fmt(p99)} s > {_fmt(th.weight_sync_p99_critical_s)} s", None)
         elif p99 > th.weight_sync_p99_warn_s:
-            yield "weight_sync_slow", "warn", f"weight-sync p99 {_fmt(p99)} s > {_fmt(th.weight_sync_p99_warn_s)} s", None
+            yield ("weight_sync_slow", "warn",
+                   f"weight-sync p99 {_fmt(p99)} s > {_fmt(th.weight_sync_p99_warn_s)} s", None)
 
     st = d.staleness_max
     if st is not None:

@@ -263,11 +263,11 @@ class _Window:
         only ``_count`` says whether the process restarted.
         """
         sums, counts = self.pts(sum_series), self.pts(count_series)
-        if len(sums) < 2 or len(sums) != len(counts) or sums[0][0] != counts[0][0]:
+        if len(sums) < 2 or len(sums) != len(counts) or (sums[0][0], sums[-1][0]) != (counts[0][0], counts[-1][0]):
             deltas = _paired_deltas(sums, counts)
             return sum(d[1] for d in deltas), sum(d[2] for d in deltas)
-        sv = list(map(itemgetter(1), sums))
-        cv = list(map(itemgetter(1), counts))
+        sv = list(map(_value, sums))
+        cv = list(map(_value, counts))
         restarts = list(map(gt, cv, islice(cv, 1, None)))
         return (sv[-1] - sv[0] + sum(compress(sv, restarts)), cv[-1] - cv[0] + sum(compress(cv, restarts)))
 

@@ -38,7 +38,8 @@ def _trainer(t: float) -> list[Sample]:
     for le in (*schema.WEIGHT_SYNC_SECONDS_BUCKETS, float("inf")):
         out.append(Sample(schema.WEIGHT_SYNC_SECONDS.bucket, {"le": "+Inf" if le == float("inf") else str(le)},
                           syncs if le >= 2.0 else 0))
-    out += [Sample(schema.WEIGHT_SYNC_SECONDS.count, {}, syncs), Sample(schema.WEIGHT_SYNC_SECONDS.sum, {}, 1.5 * syncs)]
+    out += [Sample(schema.WEIGHT_SYNC_SECONDS.count, {}, syncs),
+            Sample(schema.WEIGHT_SYNC_SECONDS.sum, {}, 1.5 * syncs)]
     return out
 
 

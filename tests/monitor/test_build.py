@@ -230,7 +230,8 @@ def test_engines_and_gpus(dash) -> None:
 
 def test_cost(dash) -> None:
     assert dash.spend_dollars == pytest.approx(spend_at(300))
-    assert dict(dash.spend_by_role) == pytest.approx({"trainer": 8 * 3900 * 3 / 3600, "rollout": 2 * 4 * 400 * 2 / 3600})
+    assert dict(dash.spend_by_role) == pytest.approx({"trainer": 8 * 3900 * 3 / 3600,
+                                                      "rollout": 2 * 4 * 400 * 2 / 3600})
     assert dash.burn_dollars_per_hour == pytest.approx(8 * 3.0 + 2 * 4 * 2.0)  # 40 $/h
     assert dash.dollars_per_million_rollout_tokens == pytest.approx(40 / (1500 * 3600) * 1e6)
 
