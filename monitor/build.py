@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from itertools import compress, islice
 from operator import add, gt, itemgetter, sub
 from types import MappingProxyType
@@ -163,6 +163,8 @@ def observe_evals(store: Store, settings: Settings, *, previous: EvalLog | None 
             ver = dict(in_window(versions[bench], since, math.inf)) if bench in versions else {}
             smp = dict(in_window(samples[bench], since, math.inf)) if bench in samples else {}
             for t, score in pts:
+                if not math.isfinite(score):  # NaN would differ from itself: a new "eval" every scrape
+                    continue
                 version = ver.get(t, last_version)
                 if score != last_score or version != last_version:
                     new.setdefault(bench, []).append(
@@ -247,14 +249,14 @@ class _Window:
         return total
 
     def last(self, series: Series) -> float | None:
-        """The latest value at or before ``end`` if it is newer than ``start``."""
+        """The latest finite value at or before ``end`` if it is newer than ``start``."""
         p = series.last()
-        if p is None:
-            return None
-        if p[0] > self.end:
+        if p is not None and p[0] > self.end:
             pts = self.pts(series)
-            return pts[-1][1] if pts else None
-        return p[1] if p[0] > self.start else None
+            p = pts[-1] if pts else None
+        if p is None or p[0] <= self.start or not math.isfinite(p[1]):
+            return None
+        return p[1]
 
     def increase_ratio(self, sum_series: Series, count_series: Series) -> tuple[float, float]:
         """(Σ Δsum, Σ Δcount) over the window, restarts read off ``_count``.
@@ -490,7 +492,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
             step_buckets[le] = step_buckets.get(le, 0.0) + last[1]
     step_median = _finite(histogram_quantile(0.5, list(step_buckets.items())))
     last_steps = [p[1] for n in names for s in store.series(n, schema.TRAINER_LAST_STEP_TIMESTAMP.name)
-                  if (p := s.last()) is not None and p[1] > 0]
+                  if (p := s.last()) is not None and math.isfinite(p[1]) and p[1] > 0]
     since_last_step = max(0.0, now - max(last_steps)) if last_steps else None
     scalars = {}
     for key, spec in schema.TRAINER_SCALARS.items():
@@ -598,7 +600,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     by_role: dict[str, float] = {}
     for _, role, pts, price in cost:
         total = counter_total(pts)
-        if total is not None:
+        if total is not None and math.isfinite(total):
             by_role[role] = by_role.get(role, 0.0) + total * price / 3600.0
     spend = sum(by_role.values()) if by_role else None
     burn: float | None = None
@@ -633,7 +635,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     marginal = slope * 1000.0 if slope is not None else None
     per_point = 1.0 / slope if slope is not None and slope > 0 else None
 
-    return Dashboard(
+    return _known_numbers(Dashboard(
         now=now, window_s=window_s, interval_s=settings.interval_s,
         run=run, model=model, algorithm=algorithm, started_at=started_at,
         targets=tuple(t.health for t in targets), workers=tuple(workers),
@@ -665,7 +667,20 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
         dollars_per_next_point=per_point,
         eval_curve=curve, rollout_rate_series=tuple(rate_series),
         weight_sync_series=tuple(syncs), sync_events=tuple(t for t, _ in syncs),
-    )
+    ))
+
+
+_NUMBER_FIELDS = tuple(f.name for f in fields(Dashboard) if f.type in ("float | None", "float"))
+
+
+def _known_numbers(d: Dashboard) -> Dashboard:
+    """NaN or ±Inf from a target (a NaN gauge, an Inf counter) becomes unknown, not a number to show."""
+    bad = {name: None for name in _NUMBER_FIELDS
+           if isinstance(v := getattr(d, name), float) and not math.isfinite(v) and name not in _REQUIRED}
+    return replace(d, **bad) if bad else d
+
+
+_REQUIRED = frozenset(("now", "window_s", "interval_s"))
 
 
 def _sum_known(values: Iterable[float | None]) -> float | None:

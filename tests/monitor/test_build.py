@@ -299,6 +299,31 @@ def test_worker_that_joined_mid_window_counts_at_its_own_rate() -> None:
     assert d.rollout_rate_per_s == pytest.approx(3.1)
 
 
+def test_nan_and_inf_from_a_target_are_unknown() -> None:
+    def broken(t: float) -> list[Sample]:
+        return [S(schema.ROLLOUTS.name, math.nan, env="e", outcome="ok"),
+                S(schema.ROLLOUT_POLICY_VERSION.name, math.nan),
+                S(schema.POLICY_VERSION.name, 5),
+                S(schema.LOSS.name, math.inf),
+                S(schema.GPU_SECONDS.name, math.inf, role="rollout")]
+
+    d = build_dashboard(fill(Store(), {"w": broken}), (), Settings(), now=NOW, window_s=WINDOW)
+    assert d.rollout_rate_per_s is None
+    assert d.staleness_max is None  # a NaN worker version is no version, not staleness 0
+    assert d.loss is None
+    assert d.spend_dollars is None and d.burn_dollars_per_hour is None and d.spend_by_role == ()
+    assert d.policy_version == 5
+
+
+def test_a_nan_eval_score_is_not_an_eval() -> None:
+    def ev(t: float) -> list[Sample]:
+        score = math.nan if 1100 <= t < 1200 else (0.4 if t < 1100 else 0.5)
+        return [S(schema.EVAL_SCORE.name, score, benchmark="b")]
+
+    d = build_dashboard(fill(Store(), {"trainer": trainer, "eval": ev}), (), Settings(), now=NOW, window_s=WINDOW)
+    assert [p.score for p in d.eval_curve] == [0.4, 0.5]
+
+
 def test_worker_restart_is_a_counter_reset() -> None:
     def restarting(t: float) -> list[Sample]:
         # 2 rollouts/s; the process restarts at t=1150 and counts from zero again.
