@@ -273,9 +273,18 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     r = _Reader(path)
     try:
         with open(path, "rb") as f:
-            doc = tomllib.load(f)
+            raw = f.read()
     except OSError as exc:
         raise ConfigError(path, "(file)", f"a readable TOML file ({exc.strerror or exc})", show_got=False) from None
+    body = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark (Windows editors write one) is no content
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(path, "(syntax)", f"UTF-8 text (line {line}: byte 0x{body[exc.start]:02x} is not UTF-8)",
+                          show_got=False) from None
+    try:
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(path, "(syntax)", f"valid TOML ({exc})", show_got=False) from None
     r.no_unknown(doc, _TOP_KEYS, "")

@@ -256,3 +256,17 @@ def test_thresholds_that_make_sense_are_taken(tmp_path: Path) -> None:
     t = load_settings(config_path=path).thresholds
     assert (t.marginal_ipd_min, t.staleness_warn, t.staleness_critical, t.rollout_drop_ratio, t.stall_min_s) == (
         -50.0, 4.0, 4.0, 1.0, 0.0)
+
+
+def test_a_file_that_is_not_utf8_is_a_config_error_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "ptmon.toml"
+    path.write_bytes(b"interval = 1\n# caf\xe9 latin-1\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=str(path))
+    assert str(info.value) == f"{path}: (syntax): expected UTF-8 text (line 2: byte 0xe9 is not UTF-8)"
+
+
+def test_a_byte_order_mark_from_a_windows_editor_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "ptmon.toml"
+    path.write_bytes(b"\xef\xbb\xbfinterval = 2\n")
+    assert load_settings(config_path=str(path)).interval_s == 2.0
