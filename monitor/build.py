@@ -129,15 +129,15 @@ class _Spend:
             self._entries.append((times, totals, price))
 
     def at(self, t: float) -> float | None:
-        if not self._entries:
-            return None
-        dollars = 0.0
+        dollars: float | None = None
         for times, totals, price in self._entries:
             # Before a series' first point, its first value is the best guess: targets of one
             # scrape round land microseconds apart, and an eval must not look free.
             i = max(1, bisect_right(times, t))
-            dollars += totals[i - 1] * price / 3600.0
-        return dollars
+            value = totals[i - 1] * price / 3600.0
+            if math.isfinite(value):  # a NaN/Inf counter is no spend to speak of
+                dollars = value if dollars is None else dollars + value
+        return dollars if dollars is not None and math.isfinite(dollars) else None
 
 
 def observe_evals(store: Store, settings: Settings, *, previous: EvalLog | None = None) -> EvalLog:
@@ -602,6 +602,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
         total = counter_total(pts)
         if total is not None and math.isfinite(total):
             by_role[role] = by_role.get(role, 0.0) + total * price / 3600.0
+    by_role = {role: dollars for role, dollars in by_role.items() if math.isfinite(dollars)}
     spend = sum(by_role.values()) if by_role else None
     burn: float | None = None
     for target, _, pts, price in cost:

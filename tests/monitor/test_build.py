@@ -456,3 +456,43 @@ def test_spend_survives_a_cost_counter_reset() -> None:
     d = build_dashboard(fill(Store(), {"w": restarted}), (), Settings(), now=NOW, window_s=WINDOW)
     # Before the restart: 4 x (140 + 100) = 960 GPU-s at t=1140; after: 4 x 150 = 600.
     assert d.spend_dollars == pytest.approx((960 + 600) * 3.0 / 3600)
+
+
+# --- whatever targets send, a build never raises and shows only finite numbers or None ------------
+
+from dataclasses import fields  # noqa: E402
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+from monitor.alerts import evaluate  # noqa: E402
+
+_NAMES = [
+    schema.ROLLOUTS.name, "posttrain_rollouts", schema.ROLLOUT_TOKENS.name, schema.ROLLOUT_POLICY_VERSION.name,
+    schema.POLICY_VERSION.name, schema.TRAINER_STEPS.name, schema.TRAINER_LAST_STEP_TIMESTAMP.name,
+    schema.WEIGHT_SYNC_SECONDS.bucket, schema.WEIGHT_SYNC_SECONDS.count, schema.WEIGHT_SYNC_SECONDS.sum,
+    schema.TRAINER_STEP_SECONDS.bucket, schema.ROLLOUT_REWARD.sum, schema.ROLLOUT_REWARD.count,
+    schema.GPU_SECONDS.name, schema.GPU_HOUR_PRICE.name, schema.EVAL_SCORE.name, schema.EVAL_POLICY_VERSION.name,
+    schema.RUN_INFO.name, "vllm:generation_tokens_total", "vllm:num_requests_waiting", "DCGM_FI_DEV_GPU_UTIL",
+]
+_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 10**6).map(float))
+_LABELS = st.dictionaries(st.sampled_from(["le", "role", "env", "outcome", "benchmark", "Hostname", "uuid"]),
+                          st.sampled_from(["+Inf", "0.5", "x", "", "rollout", "ok", "error", "b", "1e3", "-1"]),
+                          max_size=3)
+_SCRAPE = st.lists(st.tuples(st.sampled_from(_NAMES), _LABELS, _VALUES), max_size=12)
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.floats(0, 400), _SCRAPE), max_size=40),
+       st.sampled_from([30.0, 300.0, 3600.0]))
+def test_any_store_builds_a_dashboard_of_finite_numbers(scrapes, window_s) -> None:
+    store = Store()
+    for target, t, samples in sorted(scrapes, key=lambda s: s[1]):
+        store.ingest(target, T0 + t, [Sample(n, labels, v) for n, labels, v in samples])
+    d = build_dashboard(store, (), Settings(), now=T0 + 400, window_s=window_s)
+    evaluate(d, Settings().thresholds)  # the rules take whatever the build gives
+    for f in fields(d):
+        v = getattr(d, f.name)
+        if isinstance(v, float):
+            assert math.isfinite(v), f.name
+    for p in d.eval_curve:
+        assert math.isfinite(p.score) and math.isfinite(p.spend_dollars)
