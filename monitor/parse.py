@@ -392,19 +392,24 @@ class ExpositionParser:
     by value whenever identity differs.
 
     ``max_label_value_length`` (bytes, UTF-8) and ``max_line_length``
-    (characters) bound what one line may hold; ``None`` means no limit.
+    (characters) bound what one line may hold, ``max_lines`` what one scrape
+    may hold (checked before any line is parsed, so a cardinality explosion
+    costs neither the time to parse it nor the caches to remember it);
+    ``None`` means no limit.
     """
 
-    __slots__ = ("_max_value", "_max_line", "_caches", "_meta", "_values")
+    __slots__ = ("_max_value", "_max_line", "_max_lines", "_caches", "_meta", "_values")
 
     # The cache may hold this many entries beyond twice the last scrape's lines.
     _SLACK = 10_000
     # At most this many value texts are remembered (cleared when full, at the next scrape).
     _VALUES_CAP = 50_000
 
-    def __init__(self, *, max_label_value_length: int | None = 4096, max_line_length: int | None = None) -> None:
+    def __init__(self, *, max_label_value_length: int | None = 4096, max_line_length: int | None = None,
+                 max_lines: int | None = None) -> None:
         self._max_value = max_label_value_length
         self._max_line = max_line_length
+        self._max_lines = max_lines
         # series text -> (name, labels); one cache per format, as validity differs.
         self._caches: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
         # metadata lines already validated, per format.
@@ -416,6 +421,11 @@ class ExpositionParser:
         om = _detect_openmetrics(text) if openmetrics is None else bool(openmetrics)
         cache = self._caches[om]
         lines = text.split("\n")  # not splitlines(): '\x1c', '\u2028', ... are legal inside label values
+        if self._max_lines is not None:
+            count = len(lines) - (lines[-1] == "")  # the empty string after a final newline is no line
+            if count > self._max_lines:
+                raise ParseError(f"{count:,} lines exceed the limit of {self._max_lines:,} per scrape",
+                                 lineno=self._max_lines + 1, line=lines[self._max_lines][:1000])
         if self._max_line is not None:
             longest = max(map(len, lines))
             if longest > self._max_line:

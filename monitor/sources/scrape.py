@@ -40,6 +40,7 @@ _THREAD_PARSE_BYTES = 256 * 1024
 _ERROR_MAX_CHARS = 200
 _USER_AGENT = "ptmon"
 _MAX_REDIRECTS = 5
+_LINES_PER_SERIES_CAP = 10  # default line limit per scrape: this many times the store's series cap
 
 
 def effective_timeout(interval_s: float, timeout_s: float | None) -> float:
@@ -210,6 +211,7 @@ class Scraper:
         clock: Callable[[], float] = time.time,
         max_label_value_length: int | None = 4096,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        max_lines: int | None = None,
     ) -> None:
         if not interval_s > 0:
             raise ValueError(f"interval_s must be positive, got {interval_s!r}")
@@ -231,6 +233,11 @@ class Scraper:
         self._sleep = sleep
         self._sem = asyncio.Semaphore(concurrency)
         self._states: list[_TargetState] = []
+        # Like Prometheus's sample_limit: up to 10x the series cap a flood is cut at the cap (the target
+        # flagged, its first series kept); beyond, the scrape is refused before it is parsed, so a
+        # cardinality explosion costs neither seconds of CPU nor parser caches as big as the body allows.
+        if max_lines is None:
+            max_lines = _LINES_PER_SERIES_CAP * store.max_series
         for t in targets:
             if t.bearer_token_file and t.basic_auth:
                 raise ValueError(f"target {t.name}: bearer_token_file and basic_auth are exclusive")
@@ -239,7 +246,7 @@ class Scraper:
                 auth = _BearerTokenFile(t.bearer_token_file)
             elif t.basic_auth:
                 auth = httpx.BasicAuth(*t.basic_auth)
-            parser = ExpositionParser(max_label_value_length=max_label_value_length)
+            parser = ExpositionParser(max_label_value_length=max_label_value_length, max_lines=max_lines)
             key = (True, None) if transport is not None else (t.verify_tls, t.ca_file)
             self._states.append(_TargetState(target=t, parser=parser, auth=auth, tls_key=key))
         self._clients: dict[tuple[bool, str | None], httpx.AsyncClient | str] = {}

@@ -617,3 +617,16 @@ def test_unknown_escapes_are_kept_literally_like_prometheus(line: str, labels: d
     if not om:  # the character-by-character path (a space before '{') agrees
         (sample,) = parse(line.replace("a{", "a {", 1) + "\n")
         assert dict(sample.labels) == labels
+
+
+def test_line_count_limit_refuses_a_flood_before_parsing_it() -> None:
+    # A cardinality explosion: the body cap alone lets ~1.1M one-line series through, which cost ~800 MB
+    # of caches to parse. The scraper sets this limit (10 x the store's series cap) like Prometheus's sample_limit.
+    parser = ExpositionParser(max_lines=3)
+    assert [s.value for s in parser.parse("a 1\nb 2\nc 3\n")] == [1, 2, 3]  # the final newline ends a line
+    flood = "".join(f'm{{i="{i}"}} {i}\n' for i in range(10))
+    with pytest.raises(ParseError) as err:
+        parser.parse(flood)
+    assert str(err.value) == "line 4: 10 lines exceed the limit of 3 per scrape"
+    assert err.value.lineno == 4 and err.value.line == 'm{i="3"} 3'
+    assert not parser._caches[0] or set(parser._caches[0]) <= {"a", "b", "c"}  # nothing of the flood is kept

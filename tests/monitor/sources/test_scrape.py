@@ -720,3 +720,24 @@ async def test_real_starlette_style_mount_redirect_on_loopback() -> None:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+async def test_a_flood_beyond_ten_times_the_series_cap_is_refused_unparsed() -> None:
+    # Up to 10 x the series cap a flood is cut at the cap (the target flagged, the first series kept);
+    # beyond it the scrape is refused before parsing, as Prometheus's sample_limit does: a 16 MiB body of
+    # one-line series is ~1.1M series, which cost ~800 MB of parser caches and 10 s of CPU to read.
+    def flood(n: int) -> Callable[[httpx.Request], httpx.Response]:
+        body = b"".join(b'm{i="%d"} 1\n' % i for i in range(n))
+        return lambda request: httpx.Response(200, content=body)
+
+    store = Store(max_series=100)
+    scraper = Scraper([target("good"), target("wide"), target("flood")], store=store, clock=Clock(),
+                      transport=by_host({"good": ok, "wide": flood(1_000), "flood": flood(1_001)}))
+    async with scraper:
+        await scraper.scrape_once()
+    good, wide, flooded = scraper.health()
+    assert good.up is True and good.series == 3
+    assert wide.series == 100 and wide.dropped_series == 900 and wide.error is not None
+    assert wide.error.startswith("series limit 100 reached")
+    assert flooded.up is False and flooded.series == 0 and flooded.samples == 0
+    assert flooded.error == "line 1001: 1,001 lines exceed the limit of 1,000 per scrape"
