@@ -504,11 +504,13 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     p50, p90, p99 = _quantiles_over_window(sync_buckets, (0.5, 0.9, 0.99), w)
     sync_pairs = [p for n in names for p in _histogram_pairs(store, n, schema.WEIGHT_SYNC_SECONDS)]
     sync_count = w.raw_increase_sum(co for _, co in sync_pairs)
-    syncs = sorted((t, ds / dc) for su, co in sync_pairs for t, ds, dc in _paired_deltas(w.pts(su), w.pts(co)))
+    syncs = sorted((t, v) for su, co in sync_pairs for t, ds, dc in _paired_deltas(w.pts(su), w.pts(co))
+                   if math.isfinite(v := ds / dc))
     sync_last = syncs[-1][1] if syncs else None
     if sync_last is None and sync_pairs:  # no sync in the window: the last one ever is still news
-        older = sorted((t, ds / dc) for su, co in sync_pairs
-                       for t, ds, dc in _paired_deltas(su.points(None, end), co.points(None, end)))
+        older = sorted((t, v) for su, co in sync_pairs
+                       for t, ds, dc in _paired_deltas(su.points(None, end), co.points(None, end))
+                       if math.isfinite(v := ds / dc))
         sync_last = older[-1][1] if older else None
     sync_bytes = _sum_known(w.rate_sum(n, _series(store, n, SYNC_BYTES)) for n in names)
     sync_failures = w.raw_increase_sum(s for n in names for s in _series(store, n, SYNC_FAILURES))
@@ -539,11 +541,11 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
         reward = [w.increase_ratio(su, co) for su, co in _histogram_pairs(store, n, schema.ROLLOUT_REWARD)]
         reward_n = sum(c for _, c in reward)
         rows.append(dict(name=n, role=t.role or schema.ROLE_ROLLOUT, up=t.health.up,
-                         rollouts_per_s=w.rate_sum(n, by_target_rollouts[n]),
-                         tokens_per_s=tokens, policy_version=version,
+                         rollouts_per_s=_finite(w.rate_sum(n, by_target_rollouts[n])),
+                         tokens_per_s=_finite(tokens), policy_version=version,
                          staleness=None if version is None or policy_version is None
                          else max(0.0, policy_version - version),
-                         mean_reward=sum(s for s, _ in reward) / reward_n if reward_n > 0 else None))
+                         mean_reward=_finite(sum(s for s, _ in reward) / reward_n) if reward_n > 0 else None))
     engine_tokens_total = _sum_known(engine_tokens_by.values())
 
     rates = [r["rollouts_per_s"] for r in rows if r["rollouts_per_s"] is not None]
@@ -572,6 +574,8 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     rate_series = _rate_slots((by_target_rollouts[n] for n in rollout_targets), w, step)
     median_slots = _rate_slots((by_target_rollouts[n] for n in rollout_targets), median_w,
                                max(2 * settings.interval_s, 10.0))
+    rate_series = [p for p in rate_series if math.isfinite(p[1])]
+    median_slots = [p for p in median_slots if math.isfinite(p[1])]
     rate_median = median(v for _, v in median_slots) if len(median_slots) >= 3 else None
     staleness = [v for r in rows if (v := r["staleness"]) is not None]
 

@@ -496,3 +496,9 @@ def test_any_store_builds_a_dashboard_of_finite_numbers(scrapes, window_s) -> No
             assert math.isfinite(v), f.name
     for p in d.eval_curve:
         assert math.isfinite(p.score) and math.isfinite(p.spend_dollars)
+    for row in d.workers:
+        for f in fields(row):
+            v = getattr(row, f.name)
+            assert not isinstance(v, float) or math.isfinite(v), f.name
+    for series in (d.rollout_rate_series, d.weight_sync_series):
+        assert all(math.isfinite(v) for _, v in series)
