@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rich.table import Table
 from rich.text import Text
-from textual.app import RenderResult
-from textual.widget import Widget
 
 from monitor.dashboard import Alert, Dashboard, Level
 from monitor.settings import Thresholds
@@ -28,6 +25,7 @@ from monitor.widgets.format import (
     fmt_seconds,
     lit,
 )
+from monitor.widgets.lines import LineWidget
 
 __all__ = [
     "CARDS",
@@ -190,7 +188,7 @@ def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
     raise ValueError(f"unknown card {card!r}")
 
 
-class Card(Widget):
+class Card(LineWidget):
     """One headline card: label/value rows in a box coloured by its alert level."""
 
     DEFAULT_CSS = """
@@ -226,7 +224,7 @@ class Card(Widget):
         )
         if plain != self._plain:
             self._rows, self._plain = rows, plain
-            self.refresh()
+            self.redraw()
 
     @property
     def rows(self) -> Sequence[CardRow]:
@@ -235,15 +233,20 @@ class Card(Widget):
     def set_compact(self, compact: bool) -> None:
         self.set_class(compact, "-compact")
         self.border_title = _SHORT.get(self.title, self.title) if compact else self.title
-        self.refresh()
+        self.redraw()
 
-    def render(self) -> RenderResult:
-        grid = Table.grid(expand=True)
-        grid.add_column(style="dim", no_wrap=True, overflow="ellipsis", ratio=1)
-        grid.add_column(justify="right", no_wrap=True, overflow="ellipsis")
+    def lines(self, width: int, height: int) -> list[Text]:
+        """Label on the left, value flush right; the label gives way first when space is short."""
         compact = self.has_class("-compact")
+        out = []
         for label, value in self._rows:  # Text, never a str: a str would be parsed as markup
             if isinstance(label, str):
                 label = Text(_SHORT.get(label, label) if compact else label)
-            grid.add_row(label, Text(value) if isinstance(value, str) else value)
-        return grid
+            value = Text(value) if isinstance(value, str) else value
+            room = width - value.cell_len - 1
+            label = label.copy()
+            label.stylize_before("dim")
+            if room < label.cell_len:
+                label.truncate(max(0, room), overflow="ellipsis")
+            out.append(Text.assemble(label, " " * max(1, width - label.cell_len - value.cell_len), value))
+        return out

@@ -13,10 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.app import RenderResult
-from textual.widget import Widget
 
 from monitor.widgets.format import fmt_num
+from monitor.widgets.lines import LineWidget
 
 __all__ = ["ChartData", "plot", "Chart"]
 
@@ -160,7 +159,7 @@ def plot(
     return text
 
 
-class Chart(Widget):
+class Chart(LineWidget):
     """A bordered braille chart; ``show`` it new data, it re-draws only on change."""
 
     DEFAULT_CSS = """
@@ -189,8 +188,7 @@ class Chart(Widget):
             self.border_subtitle = Text(subtitle)
         if data != self._data:
             self._data = data
-            self.refresh()
+            self.redraw()
 
-    def render(self) -> RenderResult:
-        size = self.content_size
-        return plot(self._data, width=size.width, height=size.height)
+    def lines(self, width: int, height: int) -> list[Text]:
+        return list(plot(self._data, width=width, height=height).split("\n"))

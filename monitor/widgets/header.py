@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.app import RenderResult
-from textual.widget import Widget
 
 from monitor.dashboard import Dashboard
 from monitor.widgets.format import fmt_duration, fmt_money, fmt_window, lit
+from monitor.widgets.lines import LineWidget
 
 __all__ = ["HeaderState", "StatusHeader", "header_text"]
 
@@ -76,7 +75,7 @@ def header_text(state: HeaderState, width: int) -> Text:
     return Text.assemble(left, "\n", right, no_wrap=True, overflow="ellipsis")
 
 
-class StatusHeader(Widget):
+class StatusHeader(LineWidget):
     DEFAULT_CSS = """
     StatusHeader {
         height: 1;
@@ -94,7 +93,7 @@ class StatusHeader(Widget):
         if state != self.state:
             self.state = state
             self._fit()
-            self.refresh()
+            self.redraw()
 
     def on_resize(self) -> None:
         self._fit()
@@ -104,5 +103,5 @@ class StatusHeader(Widget):
         if self.styles.height is None or self.styles.height.value != lines:
             self.styles.height = lines
 
-    def render(self) -> RenderResult:
-        return header_text(self.state, self.content_size.width)
+    def lines(self, width: int, height: int) -> list[Text]:
+        return list(header_text(self.state, width).split("\n"))

@@ -1,0 +1,50 @@
+"""A widget drawn from cached lines of Rich Text (Textual's Line API).
+
+The cards, charts and header change once a second. Rendered as ordinary
+widgets, each change goes through Textual's Content layer (markup-free, but
+still wrapped and re-formatted); drawn here, a change renders each line once
+with Rich into a Strip, cropped to the box, and the compositor only copies it.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.widget import Widget
+
+__all__ = ["LineWidget"]
+
+
+class LineWidget(Widget):
+    """Subclasses say what their lines are for a size; this caches them until ``redraw``."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._cache: tuple[tuple[Size, Style], list[Strip]] | None = None
+
+    def lines(self, width: int, height: int) -> list[Text]:
+        raise NotImplementedError
+
+    def redraw(self) -> None:
+        """The content changed: draw it again on the next refresh."""
+        self._cache = None
+        self.refresh()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # One style lookup per repaint, not one per line: it walks the CSS and showed in profiles.
+        size, base = self.content_size, self.rich_style
+        if self._cache is None or self._cache[0] != (size, base):
+            console = self.app.console
+            strips = [
+                Strip(list(text.render(console, end=""))).crop_extend(0, size.width, None).apply_style(base)
+                for text in self.lines(size.width, size.height)[: size.height]
+            ]
+            self._cache = ((size, base), strips)
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        assert self._cache is not None  # render_lines filled it
+        (size, base), strips = self._cache
+        return strips[y] if y < len(strips) else Strip.blank(size.width, base)
