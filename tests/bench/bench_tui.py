@@ -1,0 +1,180 @@
+"""The whole TUI's CPU cost against 8 live exporters, next to the same data loop with no UI.
+
+Run: ``/work/venv/bin/python -m tests.bench.bench_tui [--seconds 60] [--warmup 10] [--interval 1]``
+
+A child process serves 8 real exporters on loopback (one TrainerExporter,
+six RolloutExporters, one EvalExporter, each on its own port via
+``exporters.serve``) and keeps recording into them, so every scrape carries
+moving counters and histograms. This process then measures, one after the
+other and on the same targets:
+
+1. the app: ``PtmonApp`` (headless, 160x48) on a ``LiveFeed``: scraping,
+   parsing, building Dashboards, alerts and drawing every widget;
+2. the data loop alone: the same ``LiveFeed`` scraping at the same interval
+   and one ``dashboard()`` per interval, no Textual.
+
+Each phase runs ``--warmup`` seconds first (imports, first layout, buffers
+filling), then CPU time (``time.process_time``: all threads of this process;
+the exporters' CPU is the child's and is not counted) over ``--seconds`` of
+wall time, printed as a percentage of one core, and the app/no-UI ratio.
+Goal: the app under 3% of a core at a 1 s interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+__all__ = ["main", "serve_exporters"]
+
+WORKERS = 6
+ENVS = ("math", "code")
+
+
+def serve_exporters() -> None:
+    """Child process: 8 exporters on free loopback ports, recording until stdin closes."""
+    import threading
+
+    from exporters.evals import EvalExporter
+    from exporters.rollout import RolloutExporter
+    from exporters.serve import serve
+    from exporters.trainer import TrainerExporter
+
+    ident = dict(run="bench-grpo-7b", model="Qwen2.5-7B-Instruct", algorithm="grpo")
+    trainer = TrainerExporter(gpus=8, gpu_hour_price=2.5, **ident)
+    rollouts = [RolloutExporter(gpus=2, gpu_hour_price=2.5, **ident) for _ in range(WORKERS)]
+    evals = EvalExporter(gpus=1, gpu_hour_price=2.5, **ident)
+    servers = [serve(e.registry) for e in (trainer, *rollouts, evals)]
+    print(json.dumps([s.url for s in servers]), flush=True)
+
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    version, tick = 0, 0
+    while not stop.wait(0.05):  # 20 ticks a second: a busy little loop
+        tick += 1
+        for i, r in enumerate(rollouts):
+            if tick % (2 + i % 3) == 0:
+                r.record_rollout(env=ENVS[i % 2], tokens=400 + 37 * i, reward=0.5 + 0.1 * math.sin(tick / 50),
+                                 seconds=1.5, policy_version=max(0, version - i % 2))
+        if tick % 20 == 0:
+            with trainer.step():
+                pass
+            trainer.record(tokens=8192, loss=0.3 + 0.05 * math.sin(tick / 100))
+        if tick % 100 == 0:
+            version += 1
+            with trainer.weight_sync(version=version, nbytes=15e9):
+                time.sleep(0.01)
+            for r in rollouts:
+                r.set_policy_version(version)
+        if tick % 600 == 0:
+            evals.record_eval(benchmark="gsm8k", score=0.55 + 0.2 * (1 - math.exp(-tick / 6000)),
+                              policy_version=version, samples=1319)
+    for s in servers:
+        s.close()
+
+
+def _settings(urls: list[str], interval_s: float):
+    from monitor.config import load_settings
+
+    return load_settings(urls=urls, interval_s=interval_s)
+
+
+async def _measure(run_for, warmup_s: float, seconds: float) -> tuple[float, float]:
+    """(cpu seconds, wall seconds) of this process over ``seconds`` after ``warmup_s``."""
+    await asyncio.sleep(warmup_s)
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    await asyncio.sleep(seconds)
+    return time.process_time() - cpu0, time.monotonic() - wall0
+
+
+async def bench_app(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float) -> dict:
+    from monitor.app import PtmonApp
+    from monitor.live import LiveFeed
+
+    settings = _settings(urls, interval_s)
+    app = PtmonApp(LiveFeed(settings), interval_s=settings.interval_s, window_s=settings.window_s,
+                   thresholds=settings.thresholds)
+    async with app.run_test(size=(160, 48)):
+        cpu, wall = await _measure(None, warmup_s, seconds)
+        d = app.dashboard
+        up = 0 if d is None else d.targets_up
+        polls = app.polls
+    return dict(cpu=cpu, wall=wall, polls=polls, up=up, rate=None if d is None else d.rollout_rate_per_s)
+
+
+async def bench_loop(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float) -> dict:
+    from monitor.live import LiveFeed
+
+    settings = _settings(urls, interval_s)
+    feed = LiveFeed(settings)
+    await feed.start()
+    polls = 0
+    d = None
+
+    async def loop() -> None:
+        nonlocal polls, d
+        while True:
+            started = time.monotonic()
+            d = await feed.dashboard(window_s=settings.window_s)
+            polls += 1
+            await asyncio.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+
+    task = asyncio.create_task(loop())
+    try:
+        cpu, wall = await _measure(None, warmup_s, seconds)
+    finally:
+        task.cancel()
+        await feed.aclose()
+    return dict(cpu=cpu, wall=wall, polls=polls, up=0 if d is None else d.targets_up,
+                rate=None if d is None else d.rollout_rate_per_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench_tui", description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="measured seconds per phase (default 60)")
+    parser.add_argument("--warmup", type=float, default=10.0, help="seconds before measuring (default 10)")
+    parser.add_argument("--interval", type=float, default=1.0, help="scrape and refresh interval (default 1)")
+    parser.add_argument("--serve-exporters", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_exporters:
+        serve_exporters()
+        return 0
+
+    child = subprocess.Popen([sys.executable, "-m", "tests.bench.bench_tui", "--serve-exporters"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    try:
+        assert child.stdout is not None
+        urls = json.loads(child.stdout.readline())
+        print(f"bench_tui: {len(urls)} exporters on loopback, interval {args.interval:g}s, "
+              f"warm-up {args.warmup:g}s, {args.seconds:g}s measured per phase")
+        results = {}
+        for name, bench in (("app", bench_app), ("no UI", bench_loop)):
+            results[name] = asyncio.run(bench(urls, interval_s=args.interval, warmup_s=args.warmup,
+                                              seconds=args.seconds))
+    finally:
+        if child.stdin:
+            child.stdin.close()
+        child.wait(timeout=10)
+
+    print(f"{'phase':<8}{'CPU s':>8}{'wall s':>8}{'% of a core':>13}{'polls':>7}{'targets up':>12}{'rollouts/s':>12}")
+    for name, r in results.items():
+        pct = 100 * r["cpu"] / r["wall"]
+        r["pct"] = pct
+        rate = "—" if r["rate"] is None else f"{r['rate']:.1f}"
+        print(f"{name:<8}{r['cpu']:>8.2f}{r['wall']:>8.1f}{pct:>12.2f}%{r['polls']:>7}{r['up']:>7}/{len(urls):<4}{rate:>12}")
+    app, loop = results["app"], results["no UI"]
+    print(f"app / no-UI CPU ratio: {app['pct'] / loop['pct']:.2f}x  "
+          f"(UI share: {app['pct'] - loop['pct']:.2f}% of a core)")
+    print(f"goal: app under 3% of a core -> {'met' if app['pct'] < 3 else 'NOT met'} ({app['pct']:.2f}%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
