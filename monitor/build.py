@@ -8,8 +8,10 @@ it is silent, the choice is written next to the code and in
 notes/data-layer.md.
 
 Cost: linear in the points of the window (plus one pass over each cost
-series' history for spend across restarts); no per-point work is repeated
-across targets, so it stays cheap at one build per second over 60 targets.
+series' history for spend across restarts): each series is fetched once per
+build, the rate chart reads only the points at slot bounds, and a series
+with no restart costs C-level passes only. tests/bench/bench_build.py puts
+one build at about four reads of the window (58 targets, 5-minute window).
 
 Evals are the one thing that outlives the store's ring buffers (an eval
 every 20 minutes outlasts one hour of 1 s points after a few evals), so they
