@@ -55,6 +55,17 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _above(value: float | None, warn: float, critical: float) -> tuple[Level, float] | None:
+    """The level ``value`` is strictly above, with the limit it crossed; None below both."""
+    if value is None:
+        return None
+    if value > critical:
+        return "critical", critical
+    if value > warn:
+        return "warn", warn
+    return None
+
+
 def _candidates(d: Dashboard, th: Thresholds, marginal_k: int) -> Iterable[tuple[str, Level, str, str | None]]:
     for t in d.targets:
         if t.up is False:
@@ -68,23 +79,16 @@ def _candidates(d: Dashboard, th: Thresholds, marginal_k: int) -> Iterable[tuple
             yield ("trainer_stalled", "critical",
                    f"no training step for {d.seconds_since_last_step:.0f} s (limit {limit:.0f} s)", None)
 
-    p99 = d.weight_sync_p99_s
-    if p99 is not None:
-        if p99 > th.weight_sync_p99_critical_s:
-            yield ("weight_sync_slow", "critical",
-                   f"weight-sync p99 {_fmt(p99)} s > {_fmt(th.weight_sync_p99_critical_s)} s", None)
-        elif p99 > th.weight_sync_p99_warn_s:
-            yield ("weight_sync_slow", "warn",
-                   f"weight-sync p99 {_fmt(p99)} s > {_fmt(th.weight_sync_p99_warn_s)} s", None)
+    above = _above(d.weight_sync_p99_s, th.weight_sync_p99_warn_s, th.weight_sync_p99_critical_s)
+    if above:
+        level, limit = above
+        yield "weight_sync_slow", level, f"weight-sync p99 {_fmt(d.weight_sync_p99_s)} s > {_fmt(limit)} s", None
 
-    st = d.staleness_max
-    if st is not None:
-        if st > th.staleness_critical:
-            yield ("staleness", "critical",
-                   f"rollouts {_fmt(st)} policy versions behind the trainer (> {_fmt(th.staleness_critical)})", None)
-        elif st > th.staleness_warn:
-            yield ("staleness", "warn",
-                   f"rollouts {_fmt(st)} policy versions behind the trainer (> {_fmt(th.staleness_warn)})", None)
+    above = _above(d.staleness_max, th.staleness_warn, th.staleness_critical)
+    if above:
+        level, limit = above
+        yield ("staleness", level,
+               f"rollouts {_fmt(d.staleness_max)} policy versions behind the trainer (> {_fmt(limit)})", None)
 
     ref = d.rollout_rate_median_10m
     now_rate = recent_rollout_rate(d)
