@@ -46,9 +46,9 @@ __all__ = [
     "run_demo",
 ]
 
-# 40x: a 20 s training step takes half a real second, an eval lands every ~3 s, the
-# marginal intelligence per dollar has its 5 evals after ~15 s, and a minute of demo
-# covers 40 simulated minutes (about $40 of a 17-GPU fleet).
+# 40x: a 20 s training step takes half a real second, an eval lands every ~5 s, the
+# marginal intelligence per dollar has its 5 evals after ~25 s, and a minute of demo
+# covers 40 simulated minutes (about $35 of a 17-GPU fleet).
 DEFAULT_SPEED = 40.0
 MAX_SPEED = 1000.0
 READY_TIMEOUT_S = 30.0  # a loaded 2-core machine can take seconds to start a handful of Pythons

@@ -91,7 +91,7 @@ class RunSpec:
     decode_tokens_per_s: float = 60.0  # per sequence, under batching
     max_staleness: int = 2  # rollouts older than this many versions are dropped
     pickup_s: tuple[float, float] = (5.0, 35.0)  # drain the in-flight batch and load the new weights
-    eval_every: int = 5  # steps between evals
+    eval_every: int = 10  # steps between evals
     eval_seconds: float = 60.0
     benchmark: str = "math"
     eval_samples: int = 5000
