@@ -91,6 +91,10 @@ def target_from_url(url: str) -> Target:
     if any(c.isspace() for c in text):
         raise ValueError("a URL without spaces")
     if "://" not in text:
+        if text.lstrip(":").isdigit():
+            # '9100' would resolve as a host named 9100 (the IPv4 address 0.0.35.140), ':9100' has no host.
+            port = text.lstrip(":")
+            raise ValueError(f"a host and a port, like localhost:{port} (a bare port is not a host)")
         text = "http://" + text
     try:
         parts = urlsplit(text)

@@ -124,6 +124,9 @@ def test_credentials_in_a_url_become_basic_auth_and_leave_the_url() -> None:
     ("http:///metrics", "a URL with a host"),
     ("http://h/metrics#x", "without a #fragment"),
     ("h 9100", "without spaces"),
+    # A bare port would resolve as a host named '9100' (the IPv4 address 0.0.35.140): say what was meant.
+    ("9100", r"a host and a port, like localhost:9100 \(a bare port is not a host\)"),
+    (":9100", r"a host and a port, like localhost:9100"),
 ])
 def test_bad_urls_say_what_was_expected(url: str, expected: str) -> None:
     with pytest.raises(ValueError, match=expected):
