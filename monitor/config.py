@@ -350,14 +350,15 @@ def load_settings(
 
     URLs given on the command line replace the file's ``[[targets]]`` (prices,
     thresholds and the rest still come from the file). The timeout must come
-    out shorter than the interval, wherever each was set.
+    out shorter than the interval, and the window at least two intervals long,
+    wherever each was set.
     """
     kwargs: dict[str, Any] = {}
     origin: dict[str, tuple[str, str]] = {}  # field -> (source, key) that set it
     if config_path is not None:
         kwargs, _ = _load_file(config_path)
-        origin = {f: (config_path, k) for f, k in (("interval_s", "interval"), ("timeout_s", "timeout"))
-                  if f in kwargs}
+        origin = {f: (config_path, k) for f, k in (("interval_s", "interval"), ("window_s", "window"),
+                                                   ("timeout_s", "timeout")) if f in kwargs}
     cli = _Reader(_CLI)
     for name, flag, value in (("interval_s", "--interval", interval_s), ("window_s", "--window", window_s),
                               ("timeout_s", "--timeout", timeout_s)):
@@ -386,5 +387,16 @@ def load_settings(
         from_where = f"{ikey} in {isrc}" if isrc else "the default"
         raise ConfigError(src, key, f"a timeout shorter than the interval ({settings.interval_s:g} s, "
                           f"from {from_where})", settings.timeout_s)
+    if settings.window_s < 2 * settings.interval_s:
+        # A window holding one scrape leaves every rate, quantile and slope unknown: say so instead.
+        if "window_s" in origin:
+            src, key = origin["window_s"]
+            isrc, ikey = origin.get("interval_s", ("", ""))
+            from_where = f"{ikey} in {isrc}" if isrc else "the default"
+            raise ConfigError(src, key, f"at least two scrape intervals ({2 * settings.interval_s:g} s, "
+                              f"from {from_where})", settings.window_s)
+        src, key = origin["interval_s"]  # the window is the default, so the interval was set
+        raise ConfigError(src, key, f"at most half the window ({settings.window_s:g} s, from the default)",
+                          settings.interval_s)
     return settings
 

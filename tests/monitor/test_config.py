@@ -273,3 +273,22 @@ def test_a_byte_order_mark_from_a_windows_editor_is_ignored(tmp_path: Path) -> N
     path = tmp_path / "ptmon.toml"
     path.write_bytes(b"\xef\xbb\xbfinterval = 2\n")
     assert load_settings(config_path=str(path)).interval_s == 2.0
+
+
+@pytest.mark.parametrize(("body", "flags", "message"), [
+    ("interval = 10\nwindow = 15\n", {}, "{path}: window: expected at least two scrape intervals (20 s, from "
+                                         "interval in {path}), got 15.0"),
+    ("window = 15\n", {"interval_s": 10.0}, "{path}: window: expected at least two scrape intervals (20 s, from "
+                                            "--interval in command line), got 15.0"),
+    ("interval = 10\n", {"window_s": 5.0}, "command line: --window: expected at least two scrape intervals (20 s, "
+                                           "from interval in {path}), got 5.0"),
+    ("", {"interval_s": 200.0}, "command line: --interval: expected at most half the window (300 s, from the "
+                                "default), got 200.0"),
+])
+def test_a_window_too_short_for_a_rate_is_an_error(tmp_path: Path, body: str, flags: dict, message: str) -> None:
+    # One scrape per window means every rate, quantile and slope stays unknown: say so instead.
+    path = write(tmp_path, body)
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=path, **flags)
+    assert str(info.value) == message.format(path=path)
+    assert load_settings(config_path=path, interval_s=1.0, window_s=2.0).window_s == 2.0  # two intervals: fine
