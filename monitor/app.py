@@ -23,7 +23,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.events import Resize
+from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
@@ -325,6 +325,22 @@ class PtmonApp(App[int]):
         if event.input.id == "filter":
             event.input.display = False
             self.table().focus()
+
+    def on_key(self, event: Key) -> None:
+        """Keys typed in the instant between "/" and the filter box taking focus belong to the box.
+
+        A fast typist (or a paste) delivers "/346" in one read; focus moves only after "/" is
+        handled, so without this the "346" would reach the table and be lost.
+        """
+        box = self.query_one("#filter", Input)
+        if not box.display or box.has_focus:
+            return
+        if event.is_printable and event.character:
+            box.insert_text_at_cursor(event.character)
+            event.stop()
+        elif event.key == "enter":
+            box.display = False
+            event.stop()
 
     def on_descendant_focus(self, event) -> None:  # a click or Tab into a table makes it the active one
         if isinstance(event.widget, SortFilterTable) and event.widget.id in PANELS:

@@ -43,23 +43,26 @@ def lit(s: str | None, style: str = "") -> Text:
     return Text(safe(s), style=style)
 
 
+def _sig(x: float, digits: int) -> str:
+    """``x`` (at least 0.01 in size) to ``digits`` significant figures, without an exponent."""
+    a = abs(x)
+    decimals = digits - 1 if a < 10 else digits - 2 if a < 100 else digits - 3
+    return f"{x:.{max(decimals, 0)}f}"
+
+
 def fmt_num(x: float | None, digits: int = 3) -> str:
-    """A compact number: 3 significant figures, k/M/G above ten thousand."""
+    """A compact number: 3 significant figures, k/M/G/T above ten thousand."""
     if not _known(x):
         return DASH
     assert x is not None
     a = abs(x)
     for limit, unit, suffix in ((1e12, 1e12, "T"), (1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
         if a >= limit:
-            return f"{x / unit:.{max(digits - 2, 1)}f}{suffix}"
+            return f"{_sig(x / unit, digits)}{suffix}"
     if x == int(x):
         return f"{int(x)}"  # counts, versions, staleness: no fake decimals
-    if a >= 100:
-        return f"{x:.0f}"
-    if a >= 10:
-        return f"{x:.{max(digits - 2, 0)}f}"
     if a >= 0.01:
-        return f"{x:.{max(digits - 1, 0)}f}"
+        return _sig(x, digits)
     return f"{x:.1e}"
 
 
@@ -123,7 +126,7 @@ def fmt_bytes_rate(x: float | None) -> str:
     assert x is not None
     for limit, unit in ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s")):
         if abs(x) >= limit:
-            return f"{x / limit:.2f} {unit}"
+            return f"{_sig(x / limit, 3)} {unit}"
     return f"{x:.0f} B/s"
 
 

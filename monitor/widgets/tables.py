@@ -19,6 +19,7 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
+from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
@@ -82,6 +83,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
 
     COLUMNS: ClassVar[tuple[Column[Any], ...]] = ()
     TITLE: ClassVar[str] = ""
+    EMPTY: ClassVar[str] = "nothing yet"  # shown when there are no rows at all
     DEFAULT_SORT: ClassVar[tuple[int, bool]] = (0, False)
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -259,6 +261,9 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
             return self._header.crop_extend(scroll_x, scroll_x + width, None).apply_style(header).apply_style(base)
         index = int(self.scroll_y) + y - 1
         if index >= len(self._strips):
+            if index == 0:
+                note = "no rows match the filter" if self._source else self.EMPTY
+                return Strip([Segment(f" {note}", Style(dim=True))]).crop_extend(0, width, None).apply_style(base)
             return Strip.blank(width, base)
         strip = self._strips[index].crop_extend(scroll_x, scroll_x + width, None)
         if index == self.cursor_row:
@@ -294,6 +299,7 @@ def _up(row: TargetHealth | WorkerRow, _now: float) -> Text:
 
 class TargetsTable(SortFilterTable[TargetHealth]):
     TITLE = "targets"
+    EMPTY = "no targets scraped yet"
     COLUMNS = (
         Column("name", lambda t, _: lit(t.name, style="bold"), lambda t: t.name),
         Column("role", lambda t, _: lit(t.role), lambda t: t.role),
@@ -317,6 +323,7 @@ _STATUS_STYLE = {"ok": "green", "down": "bold red", "stale": "yellow", "slow": "
 
 class WorkersTable(SortFilterTable[WorkerRow]):
     TITLE = "rollout workers"
+    EMPTY = "no rollout workers seen yet"
 
     def __init__(self, *, thresholds: Thresholds | None = None, id: str | None = None) -> None:
         self.thresholds = thresholds or Thresholds()
@@ -361,6 +368,7 @@ def _level(a: Alert, _now: float) -> Text:
 
 class AlertsTable(SortFilterTable[Alert]):
     TITLE = "alerts"
+    EMPTY = "no active alerts"
     DEFAULT_SORT = (0, True)  # critical first
     COLUMNS = (
         Column("level", _level, lambda a: _LEVEL_RANK.get(a.level, 0)),

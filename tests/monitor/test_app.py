@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -86,7 +87,9 @@ async def test_unknown_numbers_show_a_dash_not_zero() -> None:
         await settle(pilot)
         rows = dict((str(k), str(v)) for k, v in app.query_one("#card-sync", Card).rows)
         assert rows["p99"] == "—" and rows["failures"] == "—"
-        assert "no evals yet" in screen_text(app)
+        text = screen_text(app)
+        assert "no evals yet" in text
+        assert "no targets scraped yet" in text and "no active alerts" in text
 
 
 async def test_help_screen_lists_every_key_in_the_footer() -> None:
@@ -188,9 +191,28 @@ async def test_slash_filters_the_active_table_enter_keeps_escape_clears() -> Non
         await poll(pilot)
         assert app.table("targets").visible_keys() == ["rollout-1"]  # the filter survives new data
         assert "filter: rollout-1" in screen_text(app)
+        app.table("targets").set_filter("no-such-target")
+        await pilot.pause()
+        assert "no rows match the filter" in screen_text(app)
+        app.table("targets").set_filter("rollout-1")
         await pilot.press("slash", "escape")
         assert not box.display
         assert len(app.table("targets").visible_keys()) == 8
+
+
+async def test_keys_typed_before_the_filter_box_has_focus_land_in_it() -> None:
+    """A paste or a fast typist sends "/rollout-1" in one read; none of it may reach the table."""
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        for char in "/rollout-1":
+            app.post_message(events.Key("slash" if char == "/" else char, char))
+        app.post_message(events.Key("enter", "\r"))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.table("targets").visible_keys() == ["rollout-1"]
+        assert not app.query_one("#filter", Input).display
+        assert not app.paused
 
 
 async def test_filter_matches_any_column_of_the_workers_table() -> None:

@@ -26,7 +26,7 @@ def test_unknown_is_a_dash_never_a_zero(fmt, value) -> None:
 @pytest.mark.parametrize(
     ("value", "text"),
     [(0, "0"), (2.0, "2"), (0.6667, "0.67"), (15.73, "15.7"), (842.4, "842"), (18240.0, "18.2k"),
-     (3.2e6, "3.2M"), (0.00042, "4.2e-04"), (-1.5, "-1.50")],
+     (339_640.0, "340k"), (3.2e6, "3.20M"), (0.00042, "4.2e-04"), (-1.5, "-1.50")],
 )
 def test_fmt_num(value, text) -> None:
     assert fmt_num(value) == text
@@ -45,6 +45,7 @@ def test_money_bytes_window() -> None:
     assert fmt_money(1234.5) == "$1,234"
     assert fmt_money(2.5e6) == "$2.50M"
     assert fmt_bytes_rate(6.33e9) == "6.33 GB/s"
+    assert fmt_bytes_rate(15.98e9) == "16.0 GB/s"
     assert fmt_bytes_rate(512) == "512 B/s"
     assert [fmt_window(w) for w in (60, 300, 900, 3600, 0.5, 2)] == ["1m", "5m", "15m", "1h", "0.5s", "2s"]
 
