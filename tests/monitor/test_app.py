@@ -450,6 +450,47 @@ async def test_command_palette_offers_ptmon_commands() -> None:
         assert feed.baseline_calls == 1
 
 
+async def test_live_exporters_over_http_fill_the_screen_and_a_dead_port_turns_red() -> None:
+    """The real path end to end: exporters served on loopback, LiveFeed scraping them, the app showing it."""
+    import socket
+
+    from exporters.rollout import RolloutExporter
+    from exporters.serve import serve
+    from exporters.trainer import TrainerExporter
+    from monitor.config import load_settings
+    from monitor.live import LiveFeed
+
+    ident = dict(run="e2e-[b]run[/b]", model="tiny", algorithm="grpo", gpus=1, gpu_hour_price=2.0)
+    trainer, rollout = TrainerExporter(**ident), RolloutExporter(**ident)
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = sock.getsockname()[1]
+    with serve(trainer.registry) as t_srv, serve(rollout.registry) as r_srv:
+        settings = load_settings(urls=[t_srv.url, r_srv.url, f"127.0.0.1:{dead}"], interval_s=0.5)
+        app = PtmonApp(LiveFeed(settings), interval_s=0.5, window_s=60.0)
+        async with app.run_test(size=WIDE) as pilot:
+            for step in range(200):
+                with trainer.step():
+                    pass
+                rollout.record_rollout(env="math", tokens=100 + step, reward=0.5)
+                d = app.dashboard
+                if d is not None and d.targets_up == 2 and d.rollout_rate_per_s and any(
+                        t.up is False for t in d.targets):
+                    break
+                await pilot.pause(0.05)
+            d = app.dashboard
+            assert d is not None and d.targets_up == 2
+            await pilot.pause()
+            text = screen_text(app)
+            assert "e2e-[b]run[/b]" in text  # the run name, literally
+            assert "targets 2/3" in text
+            down = [k for k in app.table("targets").visible_keys()
+                    if "DOWN" in app.table("targets").get_row(k)[2].plain]
+            assert down == [f"127.0.0.1:{dead}"]
+            await pilot.press("p")  # the keyboard still answers with a target refusing connections
+            assert app.paused
+
+
 # Snapshots: deterministic data (fixed fake clock), looked at before committing.
 
 
