@@ -70,12 +70,19 @@ def test_headless_serves_every_role_and_a_signal_stops_every_child(signum: int, 
 
 
 def test_children_stop_by_themselves_when_the_launcher_is_killed_hard() -> None:
+    import shutil
+
     proc, _ = start_headless()
     pids = children_of(proc.pid)
     assert len(pids) == 4
-    proc.kill()  # SIGKILL: no finally runs in the launcher
-    proc.wait()
-    assert wait_gone(pids, 10.0) == []  # each child polls its parent pid
+    argv = Path(f"/proc/{pids[0]}/cmdline").read_bytes().split(b"\0")
+    run_dir = Path(argv[argv.index(b"--run-dir") + 1].decode())
+    try:
+        proc.kill()  # SIGKILL: no finally runs in the launcher
+        proc.wait()
+        assert wait_gone(pids, 10.0) == []  # each child polls its parent pid
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)  # the one thing a SIGKILLed launcher cannot clean up
 
 
 def test_duration_ends_the_run_headless_never_imports_textual() -> None:
