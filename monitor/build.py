@@ -36,6 +36,7 @@ from monitor.dashboard import Dashboard, EvalPoint, Point, TargetHealth, WorkerR
 from monitor.derive import (
     counter_total,
     histogram_quantile,
+    histogram_sum_estimate,
     in_window,
     least_squares_slope,
     mean,
@@ -242,6 +243,9 @@ class _Window:
                 total = r if total is None else total + r
         return total
 
+    def raw_increase(self, series: Series) -> float | None:
+        return raw_increase(self.pts(series))
+
     def raw_increase_sum(self, series: Iterable[Series]) -> float | None:
         total: float | None = None
         for s in series:
@@ -300,6 +304,37 @@ def _histogram_pairs(store: Store, target: str, spec: MetricSpec) -> list[tuple[
     counts = {tuple(sorted(s.labels.items())): s for s in store.series(target, spec.count)}
     return [(s, counts[k]) for s in store.series(target, spec.sum)
             if (k := tuple(sorted(s.labels.items()))) in counts]
+
+
+def _mean_parts(store: Store, target: str, spec: MetricSpec, w: _Window) -> tuple[float, float]:
+    """(Σ Δsum, Σ Δcount) of a histogram over the window, per label set; 0, 0 when nothing was observed.
+
+    Δsum/Δcount where the histogram has ``_sum``; where it has not (prometheus_client
+    omits it when a bucket bound is negative, as the reward's default buckets are),
+    the sum is estimated from the buckets' increases (``histogram_sum_estimate``).
+    """
+    total = count = 0.0
+    exact: set[tuple[tuple[str, str], ...]] = set()
+    for su, co in _histogram_pairs(store, target, spec):
+        exact.add(tuple(sorted(su.labels.items())))
+        s, c = w.increase_ratio(su, co)
+        total += s
+        count += c
+    groups: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
+    for s in store.series(target, spec.bucket):
+        key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
+        le = parse_le(s.labels.get("le", ""))
+        if key in exact or le is None:
+            continue
+        inc = w.raw_increase(s)
+        if inc is not None:
+            groups.setdefault(key, []).append((le, inc))
+    for buckets in groups.values():
+        est = histogram_sum_estimate(buckets)
+        if est is not None:
+            total += est[0]
+            count += est[1]
+    return total, count
 
 
 def _buckets_by_le(store: Store, targets: Iterable[str], spec: MetricSpec) -> list[tuple[float, str, Series]]:
@@ -540,14 +575,13 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
             values = [v for s in store.series(n, schema.ROLLOUT_POLICY_VERSION.name)
                       if (v := w.last(s)) is not None]
             version = min(values) if values else None
-        reward = [w.increase_ratio(su, co) for su, co in _histogram_pairs(store, n, schema.ROLLOUT_REWARD)]
-        reward_n = sum(c for _, c in reward)
+        reward_sum, reward_n = _mean_parts(store, n, schema.ROLLOUT_REWARD, w)
         rows.append(dict(name=n, role=t.role or schema.ROLE_ROLLOUT, up=t.health.up,
                          rollouts_per_s=_finite(w.rate_sum(n, by_target_rollouts[n])),
                          tokens_per_s=_finite(tokens), policy_version=version,
                          staleness=None if version is None or policy_version is None
                          else max(0.0, policy_version - version),
-                         mean_reward=_finite(sum(s for s, _ in reward) / reward_n) if reward_n > 0 else None))
+                         mean_reward=_finite(reward_sum / reward_n) if reward_n > 0 else None))
     engine_tokens_total = _sum_known(engine_tokens_by.values())
 
     rates = [r["rollouts_per_s"] for r in rows if r["rollouts_per_s"] is not None]

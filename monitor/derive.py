@@ -35,6 +35,7 @@ __all__ = [
     "counter_total",
     "running_total",
     "histogram_quantile",
+    "histogram_sum_estimate",
     "parse_le",
     "least_squares_slope",
     "median",
@@ -216,14 +217,57 @@ def histogram_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> floa
     return start + (end - start) * (rank / count)
 
 
+def histogram_sum_estimate(buckets: Iterable[tuple[float, float]]) -> tuple[float, float] | None:
+    """(estimated sum, count) of the observations in ``(upper_bound, cumulative_count)`` pairs.
+
+    For a histogram exposed without ``_sum`` (prometheus_client drops it when
+    a bucket bound is negative, as the reward's are): each bucket's count sits
+    at its midpoint; the lowest bucket at its upper bound when that bound is
+    at or below zero (it reaches down to -Inf: the bound is the only finite
+    value, as in ``histogram_quantile``), else at the midpoint of ``(0, bound]``;
+    the +Inf bucket at the highest finite bound. The error is at most half the
+    widest bucket that holds observations (plus whatever lies beyond the
+    outer bounds). Bounds are coalesced and counts made monotonic as in
+    ``histogram_quantile``. None without a +Inf bucket, without a finite
+    bound, or without observations.
+    """
+    by_le: dict[float, float] = {}
+    for le, c in buckets:
+        by_le[le] = by_le.get(le, 0.0) + c
+    bounds = sorted(by_le)
+    if len(bounds) < 2 or bounds[-1] != math.inf:
+        return None
+    total = 0.0
+    below = 0.0  # the cumulative count so far (monotonic envelope)
+    for i, le in enumerate(bounds):
+        c = max(by_le[le], below)
+        n = c - below
+        below = c
+        if n == 0:
+            continue
+        if i == 0:
+            at = le if le <= 0 else le / 2
+        elif le == math.inf:
+            at = bounds[i - 1]
+        else:
+            at = (bounds[i - 1] + le) / 2
+        total += n * at
+    if not below > 0 or not math.isfinite(total):
+        return None
+    return total, below
+
+
 def least_squares_slope(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Ordinary least-squares slope of ys on xs; None with fewer than two distinct xs."""
     if len(xs) != len(ys) or len(xs) < 2:
         return None
     try:
-        return statistics.linear_regression(xs, ys).slope
+        slope = statistics.linear_regression(xs, ys).slope
     except statistics.StatisticsError:  # every x equal: no slope to speak of
         return None
+    except (OverflowError, ValueError):  # fsum over values near the float limit, or ±Inf: no number to show
+        return None
+    return slope if math.isfinite(slope) else None
 
 
 def median(values: Iterable[float]) -> float | None:

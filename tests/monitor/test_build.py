@@ -502,3 +502,96 @@ def test_any_store_builds_a_dashboard_of_finite_numbers(scrapes, window_s) -> No
             assert not isinstance(v, float) or math.isfinite(v), f.name
     for series in (d.rollout_rate_series, d.weight_sync_series):
         assert all(math.isfinite(v) for _, v in series)
+
+
+# --- mean reward without _sum ------------------------------------------------------------------
+
+
+def reward_buckets_only(t: float) -> list[Sample]:
+    """A worker whose reward histogram has buckets and _count but no _sum (prometheus_client's
+    exposition when a bound is negative). Per 10 s: math gets rewards 1.0 and 0.0, code gets -1.0
+    and 0.35; cumulative counts grow by that much every scrape."""
+    k = (t - T0) / DT + 7  # scrapes so far, offset: the counters did not start with the monitor
+    out = [S(schema.ROLLOUTS.name, 2 * k, env="math", outcome="ok")]
+    per_scrape = {"math": (1.0, 0.0), "code": (-1.0, 0.35)}
+    for env, rewards in per_scrape.items():
+        for le in schema.DEFAULT_REWARD_BUCKETS:
+            out.append(S(schema.ROLLOUT_REWARD.bucket, k * sum(1 for r in rewards if r <= le), env=env, le=_le(le)))
+        out.append(S(schema.ROLLOUT_REWARD.bucket, k * len(rewards), env=env, le="+Inf"))
+        out.append(S(schema.ROLLOUT_REWARD.count, k * len(rewards), env=env))
+    return out
+
+
+def test_mean_reward_is_estimated_from_bucket_increases_when_sum_is_absent() -> None:
+    # Every scrape interval adds: 1.0 in (0.9, 1] -> 0.95; 0.0 in (-0.5, 0] -> -0.25; -1.0 in the lowest
+    # bucket (-Inf, -1] -> -1; 0.35 in (0.3, 0.4] -> 0.35. Mean (0.95 - 0.25 - 1 + 0.35) / 4 = 0.0125,
+    # whatever the window holds (every interval adds the same).
+    store = fill(Store(), {"w": reward_buckets_only})
+    d = build_dashboard(store, up("w"), Settings(), now=NOW, window_s=WINDOW)
+    (row,) = d.workers
+    assert row.mean_reward == pytest.approx(0.0125)
+    # A counter reset (the worker restarted) is handled like any counter's: the estimate is unchanged.
+    restarted = fill(Store(), {"w": reward_buckets_only}, end=1150.0)
+    fill(restarted, {"w": lambda t: reward_buckets_only(t - 160.0)}, start=1160.0)
+    d = build_dashboard(restarted, up("w"), Settings(), now=NOW, window_s=WINDOW)
+    assert d.workers[0].mean_reward == pytest.approx(0.0125)
+
+
+def test_mean_reward_uses_sum_where_it_exists_and_estimates_the_rest() -> None:
+    # env="math" has a _sum: exactly 0.5 per rollout; env="code" has buckets only (-1.0 and 0.35 per
+    # interval: -0.65 over 2). Per interval: math 3 rollouts summing 1.5, code 2 summing -0.65.
+    def gen(t: float) -> list[Sample]:
+        k = (t - T0) / DT + 1
+        out = [s for s in reward_buckets_only(t) if s.labels.get("env") == "code"]
+        out += [S(schema.ROLLOUTS.name, 3 * k, env="math", outcome="ok"),
+                S(schema.ROLLOUT_REWARD.count, 3 * k, env="math"), S(schema.ROLLOUT_REWARD.sum, 1.5 * k, env="math")]
+        for le in schema.DEFAULT_REWARD_BUCKETS:
+            out.append(S(schema.ROLLOUT_REWARD.bucket, 3 * k if le >= 0.5 else 0.0, env="math", le=_le(le)))
+        out.append(S(schema.ROLLOUT_REWARD.bucket, 3 * k, env="math", le="+Inf"))
+        return out
+
+    store = fill(Store(), {"w": gen})
+    d = build_dashboard(store, up("w"), Settings(), now=NOW, window_s=WINDOW)
+    assert d.workers[0].mean_reward == pytest.approx((1.5 - 0.65) / 5)
+
+
+async def test_mean_reward_of_the_real_rollout_exporter_over_http() -> None:
+    # The real RolloutExporter (default buckets from -1: no _sum on /metrics) served on loopback and
+    # scraped by the LiveFeed. Each 10 s: rewards 1.0, 0.0, 0.35 (math) and -1.0 (code): estimated at
+    # 0.95, -0.25, 0.35 and -1 -> mean 0.0125 (the true mean is 0.0875: the estimate is off by at most
+    # half a bucket per observation, and says so in derive.histogram_sum_estimate).
+    from exporters.rollout import RolloutExporter
+    from exporters.serve import serve
+    from monitor.live import LiveFeed
+
+    class Clock:
+        t = T0
+
+        def __call__(self) -> float:
+            return self.t
+
+    clock = Clock()
+    exporter = RolloutExporter(run="r", model="m", algorithm="grpo", gpus=1, gpu_hour_price=1.0, clock=clock)
+    server = serve(exporter.registry)
+    feed = LiveFeed(Settings(targets=(Target(name="w", url=server.url),), interval_s=10.0, timeout_s=2.0),
+                    clock=clock)
+
+    def round_of_rollouts() -> None:
+        for reward in (1.0, 0.0, 0.35):
+            exporter.record_rollout(env="math", tokens=10, reward=reward)
+        exporter.record_rollout(env="code", tokens=10, reward=-1.0)
+
+    try:
+        round_of_rollouts()
+        await feed.collect_once()
+        for i in range(1, 11):
+            clock.t = T0 + 10 * i
+            round_of_rollouts()
+            await feed.collect_once()
+        d = await feed.dashboard(window_s=100.0)
+    finally:
+        await feed.aclose()
+        server.close()
+    (row,) = d.workers
+    assert row.rollouts_per_s == pytest.approx(0.4)
+    assert row.mean_reward == pytest.approx(0.0125)

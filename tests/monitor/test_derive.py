@@ -9,6 +9,7 @@ import pytest
 from monitor.derive import (
     counter_total,
     histogram_quantile,
+    histogram_sum_estimate,
     in_window,
     increase,
     least_squares_slope,
@@ -150,6 +151,27 @@ def test_histogram_quantile_forces_monotonic_and_coalesces_and_sorts() -> None:
     assert histogram_quantile(0.5, [(1.0, 4.0), (INF, 10.0), (1.0, 6.0), (INF, 10.0)]) == pytest.approx(1.0)
 
 
+def test_histogram_sum_estimate_from_bucket_midpoints() -> None:
+    # Cumulative -1: 2, -0.5: 2, 0: 5, 0.1: 5, 0.5: 9, 1: 10, +Inf: 12. Per bucket: 2 at -1 (the lowest
+    # bucket reaches down to -Inf: its bound), 3 at -0.25, 4 at 0.3, 1 at 0.75, 2 at 1 (+Inf: the last
+    # finite bound): -2 - 0.75 + 1.2 + 0.75 + 2 = 1.2 over 12 observations.
+    buckets = [(-1.0, 2.0), (-0.5, 2.0), (0.0, 5.0), (0.1, 5.0), (0.5, 9.0), (1.0, 10.0), (INF, 12.0)]
+    total, count = histogram_sum_estimate(buckets)
+    assert (total, count) == (pytest.approx(1.2), 12.0)
+    # A positive lowest bound starts at 0, as in histogram_quantile: 4 at 0.5, 2 at 1.5.
+    assert histogram_sum_estimate([(1.0, 4.0), (2.0, 6.0), (INF, 6.0)]) == (pytest.approx(5.0), 6.0)
+    # Order-free, equal bounds add up (1: 4, +Inf: 6), counts made monotonic (10, 8, 12 -> 10, 10, 12).
+    assert histogram_sum_estimate([(INF, 2.0), (1.0, 2.0), (1.0, 2.0), (INF, 4.0)]) == (pytest.approx(4.0), 6.0)
+    assert histogram_sum_estimate([(1.0, 10.0), (2.0, 8.0), (INF, 12.0)]) == (pytest.approx(5.0 + 2 * 2.0), 12.0)
+
+
+def test_histogram_sum_estimate_unknowns() -> None:
+    assert histogram_sum_estimate([]) is None
+    assert histogram_sum_estimate([(INF, 5.0)]) is None  # +Inf only: no finite value to place them at
+    assert histogram_sum_estimate([(1.0, 3.0), (2.0, 5.0)]) is None  # no +Inf bucket
+    assert histogram_sum_estimate([(1.0, 0.0), (INF, 0.0)]) is None  # no observations
+
+
 def test_parse_le() -> None:
     assert parse_le("+Inf") == INF
     assert parse_le("0.25") == 0.25
@@ -166,6 +188,9 @@ def test_least_squares_slope() -> None:
     assert least_squares_slope([0, 1, 2, 3], [0, 2, 1, 3]) == pytest.approx(0.8)
     assert least_squares_slope([1.0], [0.5]) is None
     assert least_squares_slope([5.0, 5.0], [0.1, 0.2]) is None
+    # Values near the float limit overflow statistics' fsum: no slope rather than an exception.
+    assert least_squares_slope([0.0, 1.0], [1.7e308, -1.7e308]) is None
+    assert least_squares_slope([0.0, math.inf], [0.1, 0.2]) is None
 
 
 def test_median_and_mean() -> None:

@@ -112,8 +112,10 @@ async def test_round_trip_over_real_http_gives_the_recorded_numbers(loop_of_expo
     assert rows["w1"].rollouts_per_s == pytest.approx(2.0)
     assert rows["w2"].rollouts_per_s == pytest.approx(1.0)
     # prometheus_client exposes no _sum for a histogram with negative buckets (the reward's default
-    # buckets start at -1), so the mean reward cannot be known: unknown, not an estimate.
-    assert rows["w1"].mean_reward is None and rows["w2"].mean_reward is None
+    # buckets start at -1), so the mean reward is estimated at bucket midpoints: 0.5 lies in (0.4, 0.5],
+    # -0.5 in (-1, -0.5].
+    assert rows["w1"].mean_reward == pytest.approx(0.45)
+    assert rows["w2"].mean_reward == pytest.approx(-0.75)
     assert d.rollout_error_rate_per_s == 0.0
     assert d.rollout_rate_median_10m == pytest.approx(3.0)
 
