@@ -34,6 +34,9 @@ def _positive_float(text: str) -> float:
 def _add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("urls", nargs="*", metavar="URL", help="/metrics URLs to scrape (host:port is enough)")
     p.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml with targets, prices and thresholds")
+    p.add_argument("--prometheus", metavar="URL",
+                   help="read the targets from this Prometheus server (or any engine with its query API) "
+                   "instead of scraping them")
     p.add_argument("--interval", type=_positive_float, metavar="S", help="scrape interval in seconds (default 1)")
     p.add_argument("--window", type=_positive_float, metavar="S", help="measurement window in seconds (default 300)")
     p.add_argument("--timeout", type=_positive_float, metavar="S", help="per-target scrape timeout in seconds")

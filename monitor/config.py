@@ -12,8 +12,8 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields, replace
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -21,13 +21,17 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from exporters.schema import ROLES
 from monitor.settings import Settings, Target, Thresholds
 
-__all__ = ["ConfigError", "load_settings", "target_from_url", "parse_duration"]
+__all__ = ["ConfigError", "load_settings", "target_from_url", "prometheus_from_url", "parse_duration",
+           "PROMETHEUS_MAX_BODY_BYTES"]
 
 _CLI = "command line"
 _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_bytes", "concurrency",
-                       "prices", "eval", "alerts", "targets"})
+                       "prices", "eval", "alerts", "targets", "prometheus"})
 _EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
 _TARGET_KEYS = frozenset({"name", "url", "role", "bearer_token_file", "basic_auth", "ca_file", "verify_tls"})
+_PROMETHEUS_KEYS = _TARGET_KEYS - {"role"}
+# A Prometheus answer covers the whole fleet (and once, the window's history): a larger default cap.
+PROMETHEUS_MAX_BODY_BYTES = 64 * 2**20
 _BASIC_KEYS = frozenset({"username", "password", "password_file"})
 _THRESHOLD_KEYS = tuple(f.name for f in fields(Thresholds))
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -118,6 +122,24 @@ def target_from_url(url: str) -> Target:
     return Target(name=netloc, url=clean, basic_auth=basic)
 
 
+def prometheus_from_url(url: str) -> Target:
+    """The Prometheus server to read, from its base URL (``host:9090`` is enough).
+
+    Same rules as a target's URL (http/https, credentials become basic auth),
+    except that the path is kept as given, not turned into /metrics: it is the
+    API's prefix (``http://host/prometheus`` behind a proxy, Mimir's ``/prometheus``).
+    """
+    target = target_from_url(url)
+    text = url.strip()
+    if "://" not in text:
+        text = "http://" + text
+    parts = urlsplit(target.url)
+    if parts.query:
+        raise ValueError("a base URL without a ?query, like http://host:9090")
+    path = urlsplit(text).path.rstrip("/")
+    return replace(target, url=urlunsplit((parts.scheme, parts.netloc, path, "", "")))
+
+
 class _Reader:
     """Typed accessors that raise ConfigError with the file and key."""
 
@@ -192,15 +214,15 @@ def _read_secret(r: _Reader, path: str, key: str) -> str:
         raise r.error(key, f"a readable file ({path}: {reason})", show_got=False) from None
 
 
-def _target(r: _Reader, raw: object, i: int, base: str) -> Target:
-    key = f"targets[{i}]"
+def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[str] = _TARGET_KEYS,
+            from_url: Callable[[str], Target] = target_from_url) -> Target:
     t = r.table(raw, key)
-    r.no_unknown(t, _TARGET_KEYS, key)
+    r.no_unknown(t, allowed, key)
     if "url" not in t:
         raise r.error(f"{key}.url", "a URL (required)", show_got=False)
     url = r.string(t["url"], f"{key}.url")
     try:
-        parsed = target_from_url(url)
+        parsed = from_url(url)
     except ValueError as exc:
         raise r.error(f"{key}.url", str(exc), url) from None
     name = r.string(t["name"], f"{key}.name") if "name" in t else parsed.name
@@ -327,7 +349,7 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
         raw = doc["targets"]
         if not isinstance(raw, list):
             raise r.error("targets", "an array of tables ([[targets]])", raw)
-        targets = tuple(_target(r, t, i, base) for i, t in enumerate(raw))
+        targets = tuple(_target(r, t, f"targets[{i}]", base) for i, t in enumerate(raw))
         seen: dict[str, int] = {}
         for i, t in enumerate(targets):
             if t.name in seen:
@@ -335,6 +357,17 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
                               show_got=False)
             seen[t.name] = i
         out["targets"] = targets
+    if "prometheus" in doc:
+        raw = doc["prometheus"]
+        if "targets" in doc:
+            raise r.error("prometheus", "either prometheus or [[targets]], not both (ptmon reads the targets "
+                          "through Prometheus, or scrapes them itself)", show_got=False)
+        if isinstance(raw, str):
+            raw = {"url": raw}
+        elif not isinstance(raw, dict):
+            raise r.error("prometheus", 'a URL ("http://host:9090") or a table with url', raw)
+        out["prometheus"] = _target(r, raw, "prometheus", base, allowed=_PROMETHEUS_KEYS,
+                                    from_url=prometheus_from_url)
     return out, doc
 
 
@@ -345,11 +378,14 @@ def load_settings(
     interval_s: float | None = None,
     window_s: float | None = None,
     timeout_s: float | None = None,
+    prometheus_url: str | None = None,
 ) -> Settings:
     """Settings from ``config_path`` (optional) with command-line values on top.
 
     URLs given on the command line replace the file's ``[[targets]]`` (prices,
-    thresholds and the rest still come from the file). The timeout must come
+    thresholds and the rest still come from the file); so does ``prometheus_url``
+    (``--prometheus``), which replaces the file's source, whichever kind it is.
+    A source is targets or a Prometheus server, never both. The timeout must come
     out shorter than the interval, and the window at least two intervals long,
     wherever each was set.
     """
@@ -365,7 +401,17 @@ def load_settings(
         if value is not None:
             kwargs[name] = cli.number(value, flag, positive=True)
             origin[name] = (_CLI, flag)
+    if urls and prometheus_url is not None:
+        raise cli.error("--prometheus", "either /metrics URLs or --prometheus, not both (ptmon reads the targets "
+                        "through Prometheus, or scrapes them itself)", show_got=False)
+    if prometheus_url is not None:
+        try:
+            kwargs["prometheus"] = prometheus_from_url(prometheus_url)
+        except ValueError as exc:
+            raise cli.error("--prometheus", str(exc), prometheus_url) from None
+        kwargs.pop("targets", None)
     if urls:
+        kwargs.pop("prometheus", None)
         targets = []
         seen: set[str] = set()
         for i, url in enumerate(urls):
@@ -378,6 +424,8 @@ def load_settings(
             seen.add(t.name)
             targets.append(t)
         kwargs["targets"] = tuple(targets)
+    if kwargs.get("prometheus") is not None and "max_body_bytes" not in kwargs:
+        kwargs["max_body_bytes"] = PROMETHEUS_MAX_BODY_BYTES
     settings = Settings(**kwargs)
     if settings.timeout_s is not None and settings.timeout_s >= settings.interval_s:
         # A scrape that may run past its next turn delays every reading of that

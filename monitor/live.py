@@ -19,6 +19,8 @@ from monitor.alerts import evaluate
 from monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
 from monitor.dashboard import Alert, Dashboard
 from monitor.settings import Settings
+from monitor.sources.base import Source
+from monitor.sources.prometheus import PrometheusSource
 from monitor.sources.scrape import Scraper
 from monitor.store import Store
 
@@ -26,7 +28,7 @@ __all__ = ["LiveFeed"]
 
 
 class LiveFeed:
-    """A ``monitor.feed.Feed`` over direct scrapes of ``settings.targets``.
+    """A ``monitor.feed.Feed`` over direct scrapes of ``settings.targets``, or over ``settings.prometheus``.
 
     ``clock`` stamps scrapes and sets the Dashboard's now; ``transport``
     replaces the HTTP transport (tests); ``store`` lets a caller share or
@@ -40,7 +42,13 @@ class LiveFeed:
         # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 100 bytes a
         # point; at faster intervals the longest window shows what fits, and rates use the span held.
         self.store = store if store is not None else Store(max_series=settings.max_series)
-        self._scraper = Scraper.from_settings(settings, store=self.store, transport=transport, clock=clock)
+        # Either source fills the same store with the same samples; nothing below here can tell which.
+        self._scraper: Source
+        if settings.prometheus is not None:
+            self._scraper = PrometheusSource.from_settings(settings, store=self.store, transport=transport,
+                                                           clock=clock)
+        else:
+            self._scraper = Scraper.from_settings(settings, store=self.store, transport=transport, clock=clock)
         self._evals = EvalLog()
         self._baseline: Baseline | None = None
         self._alerts: tuple[Alert, ...] = ()

@@ -58,6 +58,8 @@ class Settings:
     max_series: int = 20_000
     max_body_bytes: int = 16 * 1024 * 1024
     concurrency: int = 16
+    # Read this Prometheus-compatible server's query API instead of scraping targets (exclusive with targets).
+    prometheus: Target | None = None
 
     @property
     def effective_timeout_s(self) -> float:

@@ -194,12 +194,14 @@ def render(d: Dashboard, console: Console) -> None:
 def run_snapshot(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(config_path=args.config, urls=args.urls, interval_s=args.interval,
-                                 window_s=args.window, timeout_s=args.timeout)
+                                 window_s=args.window, timeout_s=args.timeout,
+                                 prometheus_url=getattr(args, "prometheus", None))
     except ConfigError as exc:
         print(f"ptmon snapshot: {safe(str(exc))}", file=sys.stderr)
         return 2
-    if not settings.targets:
-        print("ptmon snapshot: no targets: give /metrics URLs or a --config with [[targets]]", file=sys.stderr)
+    if not settings.targets and settings.prometheus is None:
+        print("ptmon snapshot: no targets: give /metrics URLs, --prometheus URL, or a --config with [[targets]]",
+              file=sys.stderr)
         return 2
     d = asyncio.run(collect(settings, over=args.over))
     if args.json:

@@ -5,6 +5,7 @@ server, a replay) offer the same ``Source`` interface.
 """
 
 from monitor.sources.base import Source
+from monitor.sources.prometheus import PrometheusSource
 from monitor.sources.scrape import MAX_BACKOFF_S, Scraper, backoff_delay, effective_timeout
 
-__all__ = ["Source", "Scraper", "backoff_delay", "effective_timeout", "MAX_BACKOFF_S"]
+__all__ = ["Source", "Scraper", "PrometheusSource", "backoff_delay", "effective_timeout", "MAX_BACKOFF_S"]

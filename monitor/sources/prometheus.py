@@ -1,0 +1,526 @@
+"""Reading a Prometheus server (or an engine with its HTTP API) instead of scraping targets.
+
+Past one machine, Prometheus (VictoriaMetrics, Thanos, Mimir) already scrapes
+the fleet and keeps its history; ptmon asks it for the raw samples and fills
+the same ``Store`` a direct scrape would, so the Dashboard cannot tell the two
+apart. Choices and why:
+
+- **The PromQL query API, not /federate.** Each poll is one instant query of a
+  range selector, ``{__name__=~"posttrain_.*|vllm:.*|...|up|scrape_..."}[L]``,
+  which returns every raw sample of the last ``L`` with the timestamp of the
+  Prometheus scrape that took it. /federate returns one sample per series (a
+  poll slower than the scrapes loses samples) and does not exist on Thanos
+  Query or Mimir; ``/api/v1/query`` exists everywhere.
+- **Overlapping ranges, exact de-duplication.** ``L`` is the time since the
+  last good poll plus an overlap (scrape results become visible only when the
+  scrape ends), so no sample is missed; a target's samples are ingested per
+  Prometheus scrape time and only when newer than the last one ingested, so a
+  sample seen twice is stored once and ``rate()`` never sees a zero interval.
+- **Backfill for free.** The first poll asks for the whole window, so the
+  dashboard opens with the last five minutes instead of an empty chart.
+- **Targets are (job, instance) pairs**, named by the ``ptmon_name`` target
+  label when present (``ptmon demo --headless`` writes one), else the
+  instance, else ``job/instance`` when one instance is in two jobs; those
+  three labels are removed before storing, as a direct scrape never has them.
+  Prometheus's own ``up``, ``scrape_duration_seconds`` and
+  ``scrape_samples_scraped`` give each target's health and are not stored.
+  A job is listed only when it has at least one ptmon/engine/GPU series, so a
+  company-wide Prometheus does not list every node exporter it scrapes.
+- **Failures stay on the screen, not in a traceback**: Prometheus down, a 500,
+  an API error, a body that is not JSON or too big all mark every known target
+  down with that reason (their last numbers are not current any more); with no
+  target known yet, one row for the server itself says what is wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import ssl
+import time
+import zlib
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from exporters import schema
+from monitor.dashboard import TargetHealth
+from monitor.parse import Labels, Sample
+from monitor.settings import Settings, Target
+from monitor.sources.scrape import (  # the scraper's HTTP error wording, shared so both read alike
+    _BearerTokenFile,
+    _connect_message,
+    _format_size,
+    _ScrapeError,
+    _short,
+    backoff_delay,
+    effective_timeout,
+)
+from monitor.store import Store
+
+__all__ = [
+    "PrometheusSource",
+    "series_selector",
+    "parse_matrix",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_OVERLAP_S",
+    "TARGET_LABELS",
+]
+
+DEFAULT_MAX_BODY_BYTES = 64 * 2**20  # one answer covers a whole fleet (and, once, its whole window)
+DEFAULT_OVERLAP_S = 10.0  # Prometheus's default scrape_timeout: a scrape's samples are visible when it ends
+_BACKFILL_MIN_TIMEOUT_S = 10.0  # the window's history is a bigger query than one interval's
+_GONE_MIN_S = 30.0  # no `up` for max(this, 3 scrape spacings) behind the others: no longer scraped
+_THREAD_DECODE_BYTES = 256 * 1024
+_USER_AGENT = "ptmon"
+
+_UP = "up"
+_SCRAPE_DURATION = "scrape_duration_seconds"
+_SCRAPE_SAMPLES = "scrape_samples_scraped"
+_META = frozenset({_UP, _SCRAPE_DURATION, _SCRAPE_SAMPLES})
+# Labels Prometheus attaches to every series of a target (ptmon_name: the demo's target label).
+TARGET_LABELS = ("job", "instance", "ptmon_name")
+_OWN_PREFIX = os.path.commonprefix([schema.RUN_INFO.name, schema.ROLLOUTS.name, schema.GPUS.name])  # posttrain_
+PREFIXES = (_OWN_PREFIX, *schema.ENGINE_PREFIXES, schema.DCGM_PREFIX)
+
+_Key = tuple[str, str]  # (job, instance)
+
+
+def series_selector(prefixes: tuple[str, ...] = PREFIXES) -> str:
+    """The PromQL selector for what ptmon reads: its metrics, engines, DCGM, and scrape health."""
+    for p in prefixes:
+        if not all(c.isalnum() or c in "_:" for c in p):  # no regex or quoting needed for these
+            raise ValueError(f"metric prefix {p!r}: only letters, digits, '_' and ':'")
+    alternatives = [f"{p}.*" for p in prefixes] + sorted(_META)
+    return '{__name__=~"' + "|".join(alternatives) + '"}'
+
+
+def _duration(seconds: float) -> str:
+    return f"{max(1, math.ceil(seconds * 1000))}ms"
+
+
+def parse_matrix(body: bytes) -> list[dict[str, Any]]:
+    """The ``result`` of an instant query that returned a matrix; a clear error for anything else."""
+    try:
+        doc = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        start = body[:40].decode("utf-8", "replace")
+        raise _ScrapeError(f"not a Prometheus API answer ({type(exc).__name__}; body starts {start!r})") from None
+    if not isinstance(doc, dict):
+        raise _ScrapeError("not a Prometheus API answer (JSON but not an object)")
+    if doc.get("status") != "success":
+        error_type, error = doc.get("errorType"), doc.get("error")
+        if error_type or error:
+            raise _ScrapeError(f"query failed: {error_type or 'error'}: {error or ''}".rstrip(": "))
+        raise _ScrapeError("not a Prometheus API answer (no status)")
+    data = doc.get("data")
+    if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+        got = data.get("resultType") if isinstance(data, dict) else type(data).__name__
+        raise _ScrapeError(f"expected a matrix from the query, got {got!r}")
+    return data["result"]
+
+
+@dataclass(slots=True)
+class _Remote:
+    """One (job, instance) as Prometheus scrapes it."""
+
+    key: _Key
+    name: str
+    up: bool | None = None
+    last_up_ts: float | None = None  # Prometheus's last scrape of it
+    up_spacing: float = 0.0
+    last_success: float | None = None
+    scrape_seconds: float | None = None
+    samples: int = 0
+    dropped_series: int = 0
+    ingested_ts: float = -math.inf  # newest Prometheus scrape time stored
+    error: str | None = None
+    labels: dict[tuple[str, tuple[tuple[str, str], ...]], Labels] = field(default_factory=dict)
+
+
+class PrometheusSource:
+    """A ``Source`` that polls a Prometheus-compatible query API into ``store``.
+
+    One poll at a time (a poll never overlaps the previous one), start to start
+    every ``interval_s``, backing off like the scraper while the server fails.
+    ``transport`` replaces the HTTP transport (tests); ``clock`` stamps the
+    server row's last attempt; ``sleep`` is the injected scheduler.
+    """
+
+    def __init__(
+        self,
+        server: Target,
+        *,
+        store: Store,
+        interval_s: float = 1.0,
+        timeout_s: float | None = None,
+        window_s: float = 300.0,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        overlap_s: float = DEFAULT_OVERLAP_S,
+        backfill: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        if not interval_s > 0:
+            raise ValueError(f"interval_s must be positive, got {interval_s!r}")
+        if timeout_s is not None and not timeout_s > 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+        if max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes must be positive, got {max_body_bytes!r}")
+        if server.bearer_token_file and server.basic_auth:
+            raise ValueError("prometheus: bearer_token_file and basic_auth are exclusive")
+        self._server = server
+        self._base = server.url.rstrip("/")
+        self._store = store
+        self._interval = float(interval_s)
+        self._timeout = timeout_s
+        self._window = float(window_s)
+        self._max_body = max_body_bytes
+        self._overlap = float(overlap_s)
+        self._backfill = backfill
+        self._clock = clock
+        self._sleep = sleep
+        self._selector = series_selector()
+        self._auth: httpx.Auth | None = None
+        if server.bearer_token_file:
+            self._auth = _BearerTokenFile(server.bearer_token_file)
+        elif server.basic_auth:
+            self._auth = httpx.BasicAuth(*server.basic_auth)
+        self._client: httpx.AsyncClient | str
+        try:
+            verify: Any = False
+            if server.verify_tls:
+                verify = ssl.create_default_context(cafile=server.ca_file) if server.ca_file else True
+            # trust_env=False: no proxy variables or .netrc credentials, as for direct scrapes.
+            self._client = httpx.AsyncClient(transport=transport, verify=verify, trust_env=False,
+                                             follow_redirects=False, headers={"User-Agent": _USER_AGENT})
+        except (OSError, ssl.SSLError) as exc:  # a bad CA file: every poll says so
+            self._client = _short(f"ca_file {server.ca_file}: {getattr(exc, 'strerror', None) or exc}")
+        self._remotes: dict[_Key, _Remote] = {}
+        self._names: set[str] = set()
+        self._jobs: set[str] = set()  # jobs with at least one series ptmon reads
+        self._last_poll: float | None = None  # loop time the last good poll started
+        self._failures = 0
+        self._server_up: bool | None = None
+        self._server_error: str | None = None
+        self._server_last: float | None = None
+        self._server_seconds: float | None = None
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, store: Store, transport: httpx.AsyncBaseTransport | None = None,
+                      clock: Callable[[], float] = time.time) -> PrometheusSource:
+        """A source for ``settings.prometheus`` with the settings' interval, timeout, window and body cap."""
+        if settings.prometheus is None:
+            raise ValueError("settings.prometheus is not set")
+        return cls(settings.prometheus, store=store, interval_s=settings.interval_s, timeout_s=settings.timeout_s,
+                   window_s=settings.window_s, max_body_bytes=settings.max_body_bytes, transport=transport,
+                   clock=clock)
+
+    # -- Source ----------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._closed:
+            raise RuntimeError("PrometheusSource is closed")
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="ptmon-prometheus")
+
+    async def scrape_once(self) -> None:
+        if self._closed:
+            raise RuntimeError("PrometheusSource is closed")
+        await self._poll()
+
+    def health(self) -> tuple[TargetHealth, ...]:
+        if not self._remotes:
+            # Nothing to list yet: one row for the server says whether it answers and what it holds.
+            return (TargetHealth(
+                name=self._server.name, url=self._server.url, role=None,
+                up=False if self._server_up is False else None, last_scrape=self._server_last,
+                scrape_seconds=self._server_seconds,
+                error=self._server_error or (
+                    "no posttrain_, engine or DCGM series in Prometheus yet" if self._server_up else None)),)
+        out = []
+        for r in self._remotes.values():
+            up, error = r.up, r.error
+            if self._server_up is False:  # what Prometheus last said is no longer current
+                up, error = False, self._server_error
+            out.append(TargetHealth(
+                name=r.name, url=r.key[1], role=None, up=up, last_scrape=r.last_up_ts,
+                last_success=r.last_success, scrape_seconds=r.scrape_seconds, samples=r.samples,
+                series=self._store.series_count(r.name), dropped_series=r.dropped_series, error=error))
+        return tuple(out)
+
+    def set_interval(self, interval_s: float) -> None:
+        if not interval_s > 0:
+            raise ValueError(f"interval_s must be positive, got {interval_s!r}")
+        self._interval = float(interval_s)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if isinstance(self._client, httpx.AsyncClient):
+            await self._client.aclose()
+
+    async def __aenter__(self) -> PrometheusSource:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- polling ---------------------------------------------------------------
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            began = loop.time()
+            await self._poll()
+            if self._failures:
+                delay = backoff_delay(self._interval, self._failures)
+            else:
+                delay = max(0.0, began + self._interval - loop.time())
+            await self._sleep(delay)
+
+    async def _poll(self) -> None:
+        async with self._lock:
+            try:
+                await self._poll_locked()
+            except Exception as exc:  # a bug here must not end the polling loop
+                self._fail(_short(f"internal error: {type(exc).__name__}: {exc}"), None)
+
+    async def _poll_locked(self) -> None:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        backfilling = self._last_poll is None and self._backfill
+        if self._last_poll is None:
+            lookback = self._window if self._backfill else self._interval + self._overlap
+        else:
+            lookback = min(max(self._window, self._interval), began - self._last_poll + self._overlap)
+        t0 = time.perf_counter()
+        try:
+            try:
+                series = await self._query(lookback, backfill=backfilling)
+            except _ScrapeError as exc:
+                if not backfilling or not str(exc).startswith("body exceeds"):
+                    raise
+                # The window's history is too big for the cap: go on without it rather than not at all.
+                self._backfill = False
+                series = await self._query(self._interval + self._overlap, backfill=False)
+        except _ScrapeError as exc:
+            self._fail(_short(f"Prometheus {self._server.name}: {exc}"), time.perf_counter() - t0)
+            return
+        self._ingest(series)
+        self._last_poll = began
+        self._failures = 0
+        self._server_up, self._server_error = True, None
+        self._server_last = self._clock()
+        self._server_seconds = time.perf_counter() - t0
+
+    def _fail(self, error: str, seconds: float | None) -> None:
+        self._failures += 1
+        self._server_up, self._server_error = False, error
+        self._server_last = self._clock()
+        self._server_seconds = seconds
+
+    async def _query(self, lookback_s: float, *, backfill: bool) -> list[dict[str, Any]]:
+        client = self._client
+        if isinstance(client, str):
+            raise _ScrapeError(client)
+        timeout = effective_timeout(self._interval, self._timeout)
+        if backfill:
+            timeout = max(timeout, _BACKFILL_MIN_TIMEOUT_S)
+        params = {"query": f"{self._selector}[{_duration(lookback_s)}]"}
+        try:
+            async with asyncio.timeout(timeout):
+                request = client.build_request("GET", self._base + "/api/v1/query", params=params,
+                                               headers={"Accept-Encoding": "gzip"}, timeout=timeout)
+                response = await client.send(request, auth=self._auth, stream=True)
+                try:
+                    if response.status_code != 200:
+                        detail = ""
+                        if response.status_code in (400, 422, 503):  # the API's own JSON error body
+                            try:
+                                parse_matrix(await _read_capped(response, 64 * 1024))
+                            except _ScrapeError as exc:
+                                detail = f" ({exc})"
+                        raise _ScrapeError(f"HTTP {response.status_code} {response.reason_phrase}".strip() + detail)
+                    body = await _read_capped(response, self._max_body)
+                finally:
+                    await response.aclose()
+        except (TimeoutError, httpx.TimeoutException):
+            raise _ScrapeError(f"timed out after {timeout:g} s") from None
+        except httpx.ConnectError as exc:
+            raise _ScrapeError(_connect_message(exc)) from None
+        except httpx.HTTPError as exc:
+            raise _ScrapeError(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
+        if len(body) > _THREAD_DECODE_BYTES:  # a big answer must not freeze the TUI's loop
+            return await asyncio.to_thread(parse_matrix, body)
+        return parse_matrix(body)
+
+    # -- into the store ----------------------------------------------------------
+
+    def _ingest(self, result: list[dict[str, Any]]) -> None:
+        """Split the answer by target, store each Prometheus scrape once, and update health."""
+        # key -> {timestamp: [samples]}, and key -> sorted (ts, name, value) of the scrape-health series
+        data: dict[_Key, dict[float, list[Sample]]] = defaultdict(lambda: defaultdict(list))
+        meta: dict[_Key, list[tuple[float, str, float]]] = defaultdict(list)
+        ptmon_names: dict[_Key, str] = {}
+        for item in result:
+            metric = item.get("metric") if isinstance(item, dict) else None
+            values = item.get("values") if isinstance(item, dict) else None
+            if not isinstance(metric, dict) or not isinstance(values, list):
+                continue  # a native histogram ("histograms") or something new: not ours to read
+            labels = {k: v for k, v in metric.items() if isinstance(k, str) and isinstance(v, str)}
+            name = labels.pop("__name__", "")
+            key = (labels.pop("job", ""), labels.pop("instance", ""))
+            pname = labels.pop("ptmon_name", None)
+            if pname:
+                ptmon_names[key] = pname
+            points = _points(values)
+            if name in _META:
+                meta[key].extend((ts, name, v) for ts, v in points)
+                continue
+            if not name or not points:
+                continue
+            self._jobs.add(key[0])
+            remote = self._remote(key, ptmon_names.get(key))
+            lkey = (name, tuple(sorted(labels.items())))
+            lab = remote.labels.get(lkey)
+            if lab is None:
+                if len(remote.labels) >= 2 * self._store.max_series:
+                    # Label churn must not grow this cache without bound: start afresh (the store then
+                    # finds each series by its sorted key once, and by identity again after).
+                    remote.labels.clear()
+                # The same read-only Labels object every poll: the store finds the series by identity.
+                lab = remote.labels[lkey] = Labels(labels)
+            by_ts = data[key]
+            for ts, v in points:
+                by_ts[ts].append(Sample(name, lab, v, ts))
+        for key in meta:
+            if key[0] in self._jobs:
+                self._remote(key, ptmon_names.get(key))
+        newest_up = max((ts for rows in meta.values() for ts, n, _ in rows if n == _UP), default=None)
+        for key, remote in self._remotes.items():
+            self._store_scrapes(remote, data.get(key, {}))
+            self._update_health(remote, sorted(meta.get(key, ())), newest_up)
+
+    def _remote(self, key: _Key, ptmon_name: str | None) -> _Remote:
+        remote = self._remotes.get(key)
+        if remote is None:
+            remote = self._remotes[key] = _Remote(key=key, name=self._name_for(key, ptmon_name))
+            self._names.add(remote.name)
+        return remote
+
+    def _name_for(self, key: _Key, ptmon_name: str | None) -> str:
+        """ptmon_name, else the instance, else job/instance: unique, and fixed once given."""
+        job, instance = key
+        for candidate in (ptmon_name, instance or job, f"{job}/{instance}"):
+            if candidate and candidate not in self._names:
+                return candidate
+        n = 2
+        while f"{job}/{instance}#{n}" in self._names:
+            n += 1
+        return f"{job}/{instance}#{n}"
+
+    def _store_scrapes(self, remote: _Remote, by_ts: Mapping[float, list[Sample]]) -> None:
+        dropped = None
+        for ts in sorted(by_ts):
+            if ts <= remote.ingested_ts:
+                continue  # seen in an earlier, overlapping poll
+            result = self._store.ingest(remote.name, ts, by_ts[ts])
+            remote.ingested_ts = ts
+            dropped = result.dropped_series
+        if dropped is not None:
+            remote.dropped_series = dropped
+
+    def _update_health(self, remote: _Remote, rows: list[tuple[float, str, float]], newest_up: float | None) -> None:
+        job, instance = remote.key
+        where = f"job={job}, instance={instance}"
+        for ts, name, value in rows:
+            if remote.last_up_ts is not None and ts < remote.last_up_ts:
+                continue
+            if name == _UP:
+                if remote.last_up_ts is not None and ts > remote.last_up_ts:
+                    remote.up_spacing = ts - remote.last_up_ts
+                remote.last_up_ts = ts
+                remote.up = value == 1.0
+                if remote.up:
+                    remote.last_success = ts
+                    remote.error = None
+                else:
+                    remote.error = _short(f"down according to Prometheus ({where})")
+                    remote.samples = 0
+            elif name == _SCRAPE_DURATION and math.isfinite(value):
+                remote.scrape_seconds = value
+            elif name == _SCRAPE_SAMPLES and math.isfinite(value):
+                remote.samples = int(value)
+        if remote.up is None and remote.ingested_ts > -math.inf:
+            # Data but no `up` (recording rules, remote-written series): it answers, as far as we can tell.
+            remote.up, remote.last_success = True, remote.ingested_ts
+        if newest_up is not None and remote.last_up_ts is not None:
+            behind = newest_up - remote.last_up_ts
+            if behind > max(_GONE_MIN_S, 3 * remote.up_spacing):
+                remote.up = False
+                remote.error = _short(f"not scraped by Prometheus for {behind:.0f} s ({where})")
+        if remote.up and remote.dropped_series:
+            remote.error = (f"series limit {self._store.max_series:,} reached: "
+                            f"{remote.dropped_series:,} new series dropped")
+
+
+def _points(values: list[Any]) -> list[tuple[float, float]]:
+    """``[[ts, "value"], ...]`` as floats; a malformed pair is skipped, not fatal."""
+    out = []
+    for pair in values:
+        try:
+            ts, v = pair
+            out.append((float(ts), float(v)))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The body, inflated, refusing more than ``limit`` bytes (a gzip bomb costs at most the cap).
+
+    Same rules as the scraper's: a declared Content-Length over the cap is refused
+    before reading, and gzip is inflated here with ``max_length``.
+    """
+    too_big = f"body exceeds {_format_size(limit)}"
+    if response.is_stream_consumed:  # a transport that already read the body (httpx.MockTransport)
+        if len(response.content) > limit:
+            raise _ScrapeError(too_big)
+        return response.content
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    inflater = None
+    if encoding in ("gzip", "x-gzip"):
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    elif encoding not in ("", "identity"):
+        raise _ScrapeError(f"unsupported Content-Encoding {encoding!r}")
+    length = response.headers.get("content-length", "")
+    if inflater is None and length.isdigit() and int(length) > limit:
+        raise _ScrapeError(too_big)
+    buf = bytearray()
+    async for chunk in response.aiter_raw():
+        if inflater is not None:
+            try:
+                chunk = inflater.decompress(chunk, limit + 1 - len(buf))
+            except zlib.error as exc:
+                raise _ScrapeError(f"invalid gzip body: {exc}") from None
+        buf += chunk
+        if len(buf) > limit:
+            raise _ScrapeError(too_big)
+    if inflater is not None and not inflater.eof:
+        raise _ScrapeError("truncated gzip body")
+    return bytes(buf)
