@@ -176,7 +176,7 @@ class PtmonApp(App[int]):
     async def on_unmount(self) -> None:
         await self._feed.aclose()
 
-    @work(exclusive=True, group="poll", exit_on_error=False)
+    @work(exclusive=True, group="poll")
     async def _poll_loop(self) -> None:
         """Poll, then sleep what is left of the interval; a key press can wake it early."""
         while True:
@@ -193,6 +193,8 @@ class PtmonApp(App[int]):
 
     async def poll_once(self) -> None:
         """Fetch one Dashboard and show it; while paused only the header ticks."""
+        if not self.is_running:  # shutting down: the widgets are going away
+            return
         if self.paused:
             self._show_header()
             return
@@ -202,9 +204,15 @@ class PtmonApp(App[int]):
             self._error = f"{type(exc).__name__}: {exc}"
             self._show_header()
             return
-        self._error = None
+        if not self.is_running:  # quit while the feed was answering
+            return
         self.polls += 1
-        self.show_dashboard(dashboard)
+        self._error = None
+        try:
+            self.show_dashboard(dashboard)
+        except Exception as exc:  # data the widgets choke on: say so and keep polling, never freeze silently
+            self._error = f"display: {type(exc).__name__}: {exc}"
+            self._show_header()
 
     def show_dashboard(self, d: Dashboard) -> None:
         self.dashboard = d
@@ -285,9 +293,7 @@ class PtmonApp(App[int]):
         self._poll_soon()
 
     def action_window(self, direction: int) -> None:
-        self.window_s = _step(WINDOWS_S, self.window_s, direction)
-        self._show_header()
-        self._poll_soon()
+        self._set_window(_step(WINDOWS_S, self.window_s, direction))
 
     def action_baseline(self) -> None:
         self._feed.set_baseline_now()

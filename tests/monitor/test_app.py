@@ -7,9 +7,8 @@ so each assertion is about what a person would see, not about widget internals.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from dataclasses import replace
 
-import pytest
 from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Input
@@ -413,6 +412,26 @@ async def test_a_feed_error_is_shown_and_the_next_poll_recovers() -> None:
         await poll(pilot)
         text = screen_text(app)
         assert "feed error" not in text and "targets 8/8" in text
+
+
+async def test_a_dashboard_the_widgets_choke_on_is_reported_and_polling_goes_on() -> None:
+    class OddFeed(FakeFeed):
+        odd = True
+
+        async def dashboard(self, *, window_s: float) -> Dashboard:
+            d = await super().dashboard(window_s=window_s)
+            return replace(d, workers=(object(),)) if self.odd else d  # type: ignore[arg-type]
+
+    clock = FakeClock()
+    feed = OddFeed(clock=clock)
+    app = PtmonApp(feed, clock=clock)
+    async with app.run_test(size=WIDE) as pilot:
+        await poll(pilot)
+        assert "display: AttributeError" in screen_text(app)
+        feed.odd = False
+        await poll(pilot)
+        text = screen_text(app)
+        assert "display:" not in text and "targets 8/8" in text
 
 
 async def test_resizing_switches_between_compact_and_wide_layouts() -> None:
