@@ -77,6 +77,7 @@ DEFAULT_OVERLAP_S = 10.0  # Prometheus's default scrape_timeout: a scrape's samp
 _BACKFILL_MIN_TIMEOUT_S = 10.0  # the window's history is a bigger query than one interval's
 _GONE_MIN_S = 30.0  # no `up` for max(this, 3 scrape spacings) behind the others: no longer scraped
 _THREAD_DECODE_BYTES = 256 * 1024
+_ERROR_BODY_BYTES = 64 * 1024  # an error answer's body is read this far, for the API's reason
 _USER_AGENT = "ptmon"
 
 _UP = "up"
@@ -349,13 +350,9 @@ class PrometheusSource:
                 response = await client.send(request, auth=self._auth, stream=True)
                 try:
                     if response.status_code != 200:
-                        detail = ""
-                        if response.status_code in (400, 422, 503):  # the API's own JSON error body
-                            try:
-                                parse_matrix(await _read_capped(response, 64 * 1024))
-                            except _ScrapeError as exc:
-                                detail = f" ({exc})"
-                        raise _ScrapeError(f"HTTP {response.status_code} {response.reason_phrase}".strip() + detail)
+                        status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+                        detail = _api_error(await _read_capped(response, _ERROR_BODY_BYTES))
+                        raise _ScrapeError(f"{status} ({detail})" if detail else status)
                     body = await _read_capped(response, self._max_body)
                 finally:
                     await response.aclose()
@@ -477,6 +474,17 @@ class PrometheusSource:
         if remote.up and remote.dropped_series:
             remote.error = (f"series limit {self._store.max_series:,} reached: "
                             f"{remote.dropped_series:,} new series dropped")
+
+
+def _api_error(body: bytes) -> str | None:
+    """The API's own reason (``errorType: error``) from an error answer's JSON; None for other bodies."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not (doc.get("errorType") or doc.get("error")):
+        return None
+    return f"query failed: {doc.get('errorType') or 'error'}: {doc.get('error') or ''}".rstrip(": ")
 
 
 def _points(values: list[Any]) -> list[tuple[float, float]]:

@@ -1,0 +1,539 @@
+"""The Prometheus source: a real Prometheus scraping real exporters, and failure paths (MockTransport).
+
+The central claim is that the TUI cannot tell a Prometheus server from direct
+scraping: the same exporters, read both ways at once, give the same Dashboard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from exporters.rollout import RolloutExporter
+from exporters.serve import MetricsServer, serve
+from exporters.trainer import TrainerExporter
+from monitor.build import build_dashboard
+from monitor.config import prometheus_from_url
+from monitor.dashboard import Dashboard
+from monitor.live import LiveFeed
+from monitor.settings import Settings, Target
+from monitor.sources import PrometheusSource, Source
+from monitor.sources.prometheus import parse_matrix, series_selector
+from monitor.store import Store
+
+SERVER = Target(name="prom:9090", url="http://prom:9090")
+ROLLOUTS = "posttrain_rollouts_total"
+RATE_PER_WORKER = 20.0  # rollouts/s each worker's counter follows
+
+
+# --- a small fleet of real exporters on loopback ---------------------------------------------------
+
+
+@dataclass
+class Fleet:
+    trainer: TrainerExporter
+    workers: list[RolloutExporter]
+    servers: list[MetricsServer]
+    stop: threading.Event
+    threads: list[threading.Thread]
+
+    @property
+    def urls(self) -> list[str]:
+        return [s.url for s in self.servers]
+
+    def jobs(self) -> dict[str, list[str]]:
+        return {"trainer": [self.servers[0].url], "rollout": [s.url for s in self.servers[1:]]}
+
+    def sync(self, version: int, *, seconds: float) -> None:
+        with self.trainer.weight_sync(version=version, nbytes=1e9):
+            time.sleep(seconds)
+
+
+@pytest.fixture
+def fleet() -> Iterator[Fleet]:
+    """A trainer and two rollout workers, served over HTTP, each worker's rollout counter following
+    ``RATE_PER_WORKER * elapsed`` (set from the wall clock every 10 ms, so scheduling delays on a
+    loaded machine never accumulate: at any instant a counter is within a count or two of the line)."""
+    ident = dict(run="run-7", model="qwen-7b", algorithm="grpo")
+    trainer = TrainerExporter(gpus=8, gpu_hour_price=3.0, **ident)
+    workers = [RolloutExporter(gpus=4, gpu_hour_price=2.0, **ident) for _ in range(2)]
+    trainer.publish_policy(0)
+    for w in workers:
+        w.set_policy_version(0)
+    servers = [serve(trainer.registry), *(serve(w.registry) for w in workers)]
+    stop = threading.Event()
+
+    def drive() -> None:
+        t0, done = time.monotonic(), [0] * len(workers)
+        while not stop.wait(0.01):
+            due = int(RATE_PER_WORKER * (time.monotonic() - t0))
+            for i, w in enumerate(workers):
+                for _ in range(due - done[i]):
+                    w.record_rollout(env="math", tokens=100, reward=1.0, seconds=0.5)
+                done[i] = due
+
+    threads = [threading.Thread(target=drive, daemon=True)]
+    for t in threads:
+        t.start()
+    f = Fleet(trainer, workers, servers, stop, threads)
+    try:
+        yield f
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=5)
+        for s in servers:
+            try:
+                s.close()
+            except Exception:  # noqa: BLE001 - a test may have closed it already
+                pass
+
+
+def settings_for(*, prometheus: str | None = None, urls: list[str] | None = None, interval: float = 0.5
+                 ) -> Settings:
+    if prometheus is not None:
+        return Settings(prometheus=prometheus_from_url(prometheus), interval_s=interval)
+    return Settings(targets=tuple(Target(name=u.split("/")[2], url=u) for u in urls or ()), interval_s=interval)
+
+
+async def until(predicate: Callable[[], object], *, timeout: float = 20.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        await asyncio.sleep(0.1)
+
+
+# --- against a real Prometheus -------------------------------------------------------------------
+
+
+async def test_a_dashboard_through_prometheus_agrees_with_direct_scraping_and_with_promql(
+        fleet: Fleet, prometheus_server: Callable[..., object]) -> None:
+    prom = prometheus_server(fleet.jobs(), scrape_interval=0.5)
+    prom.wait_for("count(up == 1) == 3")  # type: ignore[attr-defined]
+    direct = LiveFeed(settings_for(urls=fleet.urls))
+    via = LiveFeed(settings_for(prometheus=prom.url))  # type: ignore[attr-defined]
+    await direct.start()
+    await via.start()
+    try:
+        await asyncio.sleep(2.0)  # both have data from before the syncs
+        sync_start = time.time()
+        for v in (1, 2, 3):
+            await asyncio.to_thread(fleet.sync, v, seconds=0.05 * v)
+        for w in fleet.workers:
+            w.set_policy_version(2)
+        d: dict[str, Dashboard] = {}
+
+        async def settled() -> bool:
+            d["direct"] = await direct.dashboard(window_s=60)
+            d["via"] = await via.dashboard(window_s=60)
+            return all(x.policy_version == 3 and x.staleness_max == 1 and x.weight_sync_count == 3
+                       for x in d.values())
+
+        deadline = time.monotonic() + 20
+        while not await settled():
+            assert time.monotonic() < deadline, f"never settled: {d}"
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(1.5)  # a few more scrapes after the last sync on both sides
+        a, b = await direct.dashboard(window_s=60), await via.dashboard(window_s=60)
+
+        # Exact: the same readings of the same gauges and counter increases, whoever collected them.
+        assert (b.run, b.model, b.algorithm) == (a.run, a.model, a.algorithm) == ("run-7", "qwen-7b", "grpo")
+        assert {(t.name, t.role, t.up) for t in b.targets} == {(t.name, t.role, t.up) for t in a.targets}
+        assert {t.role for t in b.targets} == {"trainer", "rollout"}
+        assert b.policy_version == a.policy_version == 3
+        assert b.staleness_max == a.staleness_max == 1
+        assert b.weight_sync_count == a.weight_sync_count == 3
+        assert b.weight_sync_failures == a.weight_sync_failures == 0
+        assert sorted(w.name for w in b.workers) == sorted(w.name for w in a.workers)
+        # Spend is the total at each side's newest sample; Prometheus's is older by at most its scrape
+        # interval plus our poll interval (1 s): allow 2 s of burn.
+        burn = 8 * 3.0 + 2 * 4 * 2.0  # $/h
+        assert b.spend_dollars == pytest.approx(a.spend_dollars, abs=burn / 3600 * 2)
+        assert b.weight_sync_p99_s == pytest.approx(a.weight_sync_p99_s, rel=0.01)
+
+        # Rates, from both stores at one common ``now`` (the newest time both hold every target's data:
+        # a live dashboard through Prometheus reads up to 1.5 s older data, which over this test's ~10 s
+        # of history would bias it low by up to ~10%; over a 5-minute window that is 0.5%). Both sides
+        # sample counters that follow a straight line (the driver sets them from the wall clock: within
+        # 1-2 counts), at different instants; the rate of a sampled line is its slope whatever the phase,
+        # so each is 40/s up to 2 counts over >= 4 s x 40/s = 160: under 2%. 5% leaves room for a driver
+        # thread held off the CPU on this shared 2-core machine.
+        common = min(max(f.store.scrape_times(t)) for f in (direct, via) for t in f.store.targets())
+        a, b = (build_dashboard(f.store, f._scraper.health(), f.settings, now=common, window_s=60)  # noqa: SLF001
+                for f in (direct, via))
+        total = RATE_PER_WORKER * len(fleet.workers)
+        for x in (a, b):
+            assert x.rollout_rate_per_s == pytest.approx(total, rel=0.05)
+            # GPU-seconds are exact when served (gpus x elapsed); the sample's time is when the scrape
+            # began, a few ms earlier on a loaded machine: 2%.
+            assert x.burn_dollars_per_hour == pytest.approx(burn, rel=0.02)
+        assert b.rollout_rate_per_s == pytest.approx(a.rollout_rate_per_s, rel=0.05)
+        assert b.rollout_tokens_per_s == pytest.approx(a.rollout_tokens_per_s, rel=0.05)
+
+        # And through Prometheus, the numbers are PromQL's own on the same samples. Evaluate at the newest
+        # scrape every target has in our store, so Prometheus holds nothing we lack up to then.
+        store = via.store
+        at = min(max(store.scrape_times(t)) for t in store.targets())
+        window_ms = int((at - sync_start + 1.0) * 1000) | 1  # odd ms: no 500 ms scrape sits on the bound
+        points = {ts for t in store.targets() for ts in store.scrape_times(t)}
+        while round(at - window_ms / 1000, 3) in points:
+            window_ms += 2
+        window = window_ms / 1000
+        health = via._scraper.health()  # noqa: SLF001 - the same health the feed builds with
+        mine = build_dashboard(store, health, via.settings, now=at, window_s=window)
+
+        def promql(expr: str) -> float:
+            result = prom.api("query", query=expr, time=f"{at:.3f}")["result"]  # type: ignore[attr-defined]
+            return float(result[0]["value"][1])
+
+        assert mine.rollout_rate_per_s == pytest.approx(
+            promql(f"sum(rate({ROLLOUTS}[{window_ms}ms]))"), rel=0.01)
+        assert mine.weight_sync_p99_s == pytest.approx(promql(
+            f"histogram_quantile(0.99, sum by (le) (rate(posttrain_weight_sync_seconds_bucket[{window_ms}ms])))"),
+            rel=0.01)
+        assert mine.weight_sync_p50_s == pytest.approx(promql(
+            f"histogram_quantile(0.5, sum by (le) (rate(posttrain_weight_sync_seconds_bucket[{window_ms}ms])))"),
+            rel=0.01)
+    finally:
+        await direct.aclose()
+        await via.aclose()
+
+
+async def test_a_killed_exporter_is_down_and_a_dead_prometheus_is_a_clear_error(
+        fleet: Fleet, prometheus_server: Callable[..., object]) -> None:
+    prom = prometheus_server(fleet.jobs(), scrape_interval=0.5)
+    prom.wait_for("count(up == 1) == 3")  # type: ignore[attr-defined]
+    feed = LiveFeed(settings_for(prometheus=prom.url))  # type: ignore[attr-defined]
+    await feed.start()
+    try:
+        await until(lambda: sum(bool(h.up) for h in feed._scraper.health()) == 3, what="3 targets up")  # noqa: SLF001
+        victim = fleet.servers[2]
+        name = f"127.0.0.1:{victim.port}"
+        victim.close()
+        box: dict[str, Dashboard] = {}
+
+        async def victim_down() -> bool:
+            box["d"] = await feed.dashboard(window_s=60)
+            return any(t.name == name and t.up is False for t in box["d"].targets)
+
+        deadline = time.monotonic() + 20
+        while not await victim_down():
+            assert time.monotonic() < deadline, box
+            await asyncio.sleep(0.2)
+        d = box["d"]
+        down = next(t for t in d.targets if t.name == name)
+        assert down.error == f"down according to Prometheus (job=rollout, instance={name})"
+        assert down.last_success is not None and down.last_scrape is not None
+        assert down.last_scrape > down.last_success
+        assert [t.name for t in d.targets if t.up] == [t.name for t in d.targets if t.name != name]
+        assert any(a.name == "target_down" and a.subject == name for a in d.alerts)
+        assert d.rollout_rate_per_s is not None and d.rollout_rate_per_s > 0  # the live worker still counts
+
+        prom.stop()  # type: ignore[attr-defined]
+        await feed.collect_once()
+        d = await feed.dashboard(window_s=60)  # still builds, from what was collected
+        host = prom.url.split("/")[2]  # type: ignore[attr-defined]
+        assert {t.up for t in d.targets} == {False}
+        assert {t.error for t in d.targets} == {f"Prometheus {host}: connection refused"}
+        assert d.policy_version is None  # nothing is current; the run's identity is still known
+        assert d.run == "run-7"
+    finally:
+        await feed.aclose()
+
+
+def _ptmon(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def test_ptmon_snapshot_reads_a_real_prometheus(fleet: Fleet, prometheus_server: Callable[..., object]) -> None:
+    prom = prometheus_server(fleet.jobs(), scrape_interval=0.5)
+    prom.wait_for("count(up == 1) == 3")  # type: ignore[attr-defined]
+    prom.wait_for(f"sum(rate({ROLLOUTS}[3s])) > 0")  # type: ignore[attr-defined]
+    out = _ptmon("snapshot", "--prometheus", prom.url, "--over", "3", "--json", "--interval", "0.5")  # type: ignore[attr-defined]
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["run"] == "run-7"
+    assert doc["targets_up"] == 3
+    assert sorted(t["role"] for t in doc["targets"]) == ["rollout", "rollout", "trainer"]
+    assert {t["name"] for t in doc["targets"]} == {u.split("/")[2] for u in fleet.urls}
+    # The window opens with Prometheus's history (backfill), not with our first poll.
+    assert doc["window_s"] > 3.5
+    # The newest sample through Prometheus is up to its scrape interval plus our poll interval old
+    # (1 s; rate() extrapolates 0.25 s of it), so over a history of window_s seconds the rate reads low
+    # by up to 0.75 / window_s; 5% more for the driver's sampling (see the agreement test).
+    low = 0.75 / doc["window_s"] + 0.05
+    assert 2 * RATE_PER_WORKER * (1 - low) <= doc["rollout_rate_per_s"] <= 2 * RATE_PER_WORKER * 1.05
+    assert doc["policy_version"] == 0
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_ptmon_snapshot_with_prometheus_down_says_why_and_exits_1() -> None:
+    port = _closed_port()
+    out = _ptmon("snapshot", "--prometheus", f"127.0.0.1:{port}", "--over", "0.6", "--json", "--interval", "0.25")
+    assert out.returncode == 1
+    assert "no target answered" in out.stderr
+    (row,) = json.loads(out.stdout)["targets"]
+    assert row["up"] is False
+    assert row["error"] == f"Prometheus 127.0.0.1:{port}: connection refused"
+
+
+def test_ptmon_snapshot_refuses_urls_and_prometheus_together() -> None:
+    out = _ptmon("snapshot", "127.0.0.1:9100", "--prometheus", "127.0.0.1:9090")
+    assert out.returncode == 2
+    assert "--prometheus: expected either /metrics URLs or --prometheus, not both" in out.stderr
+    assert out.stdout == ""
+
+
+# --- failure paths and bookkeeping (MockTransport) ------------------------------------------------
+
+
+def matrix(*series: tuple[dict[str, str], list[tuple[float, float | str]]]) -> bytes:
+    result = [{"metric": m, "values": [[ts, str(v)] for ts, v in vals]} for m, vals in series]
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+
+
+def fleet_answer(t: float, *, rollouts: float = 10.0, up: float = 1.0) -> bytes:
+    """One Prometheus scrape at ``t`` of a worker (job w, instance a:1) and a trainer (job t, instance b:1)."""
+    w = {"job": "w", "instance": "a:1"}
+    tr = {"job": "t", "instance": "b:1"}
+    return matrix(
+        ({"__name__": ROLLOUTS, "env": "math", "outcome": "ok", **w}, [(t, rollouts)]),
+        ({"__name__": "posttrain_policy_version", **tr}, [(t, 4)]),
+        ({"__name__": "up", **w}, [(t, up)]),
+        ({"__name__": "up", **tr}, [(t, 1)]),
+        ({"__name__": "scrape_duration_seconds", **w}, [(t, 0.012)]),
+        ({"__name__": "scrape_samples_scraped", **w}, [(t, 42)]),
+    )
+
+
+class Answers:
+    """A Prometheus query API that answers from a queue, recording each query."""
+
+    def __init__(self, *answers: httpx.Response | bytes | Exception) -> None:
+        self.answers = list(answers)
+        self.queries: list[str] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/api/v1/query"
+        self.queries.append(request.url.params["query"])
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        if isinstance(answer, bytes):
+            return httpx.Response(200, content=answer, headers={"content-type": "application/json"})
+        return answer
+
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self)
+
+
+def source(answers: Answers, store: Store | None = None, **kw: object) -> PrometheusSource:
+    return PrometheusSource(SERVER, store=store or Store(), transport=answers.transport(), interval_s=1.0,
+                            clock=lambda: 1_700_000_100.0, **kw)  # type: ignore[arg-type]
+
+
+async def test_it_is_a_source_and_splits_an_answer_into_targets_without_their_labels() -> None:
+    store = Store()
+    src = source(Answers(fleet_answer(1_700_000_000.0)), store)
+    assert isinstance(src, Source)
+    await src.scrape_once()
+    assert sorted(store.targets()) == ["a:1", "b:1"]
+    (series,) = store.series("a:1", ROLLOUTS)
+    assert dict(series.labels) == {"env": "math", "outcome": "ok"}  # job/instance gone, as a direct scrape
+    assert series.points() == [(1_700_000_000.0, 10.0)]  # at Prometheus's scrape time
+    assert list(store.names("a:1")) == [ROLLOUTS]  # up and scrape_* are health, not data
+    health = {h.name: h for h in src.health()}
+    assert health["a:1"].up is True and health["a:1"].url == "a:1"
+    assert (health["a:1"].samples, health["a:1"].scrape_seconds) == (42, 0.012)
+    assert health["a:1"].last_success == health["a:1"].last_scrape == 1_700_000_000.0
+    await src.aclose()
+
+
+async def test_an_overlapping_answer_is_stored_once() -> None:
+    store = Store()
+    t0 = 1_700_000_000.0
+    both = matrix(({"__name__": ROLLOUTS, "env": "math", "outcome": "ok", "job": "w", "instance": "a:1"},
+                   [(t0, 1), (t0 + 1, 2)]),
+                  ({"__name__": "up", "job": "w", "instance": "a:1"}, [(t0, 1), (t0 + 1, 1)]))
+    src = source(Answers(fleet_answer(t0, rollouts=1), both, both), store)
+    for _ in range(3):
+        await src.scrape_once()
+    assert store.scrape_times("a:1") == [t0, t0 + 1]  # one stored scrape per Prometheus scrape
+    assert store.series("a:1", ROLLOUTS)[0].points() == [(t0, 1.0), (t0 + 1, 2.0)]
+    await src.aclose()
+
+
+async def test_the_first_query_backfills_the_window_then_each_asks_since_the_last_with_overlap() -> None:
+    answers = Answers(fleet_answer(1_700_000_000.0))
+    src = PrometheusSource(SERVER, store=Store(), transport=answers.transport(), interval_s=1.0, window_s=300.0,
+                           overlap_s=10.0)
+    await src.scrape_once()
+    await src.scrape_once()
+    assert answers.queries[0] == series_selector() + "[300000ms]"
+    later = answers.queries[1]
+    assert later.startswith(series_selector() + "[")
+    assert 10_000 <= int(later.rsplit("[", 1)[1].removesuffix("ms]")) < 12_000
+    await src.aclose()
+
+
+async def test_a_backfill_too_big_for_the_cap_is_skipped_not_fatal() -> None:
+    big = matrix(({"__name__": ROLLOUTS, "job": "w", "instance": "a:1", "pad": "x" * 4000}, [(1.0, 1)]))
+    small = fleet_answer(1_700_000_000.0)
+    answers = Answers(big, small)
+    src = source(answers, max_body_bytes=2048)
+    await src.scrape_once()
+    assert answers.queries[0].endswith("[300000ms]") and answers.queries[1].endswith("[11000ms]")
+    assert {h.name: h.up for h in src.health()} == {"a:1": True, "b:1": True}
+    await src.aclose()
+
+
+@pytest.mark.parametrize(("answer", "error"), [
+    (httpx.Response(500, content=b"boom"), "HTTP 500 Internal Server Error"),
+    (b"<html><body>Sign in</body></html>", "not a Prometheus API answer (JSONDecodeError; body starts "
+                                           "'<html><body>Sign in</body></html>')"),
+    (b'{"status": "success", "data": {"resultType": "vector", "result": []}}',
+     "expected a matrix from the query, got 'vector'"),
+    (httpx.Response(400, json={"status": "error", "errorType": "bad_data", "error": "parse error at char 3"}),
+     "HTTP 400 Bad Request (query failed: bad_data: parse error at char 3)"),
+    (b'{"status": "success", "data": {"resultType": "matrix", "result": []}}' + b" " * 5000,
+     "body exceeds 4 KiB"),
+    (httpx.ConnectError("[Errno 111] Connection refused"), "connection refused"),
+    (httpx.Response(503, content=b"\x1b[31mdown\x1b[0m"), "HTTP 503 Service Unavailable"),
+])
+async def test_a_failing_server_marks_every_target_down_with_the_reason(answer: object, error: str) -> None:
+    store = Store()
+    answers = Answers(fleet_answer(1_700_000_000.0), answer)  # type: ignore[arg-type]
+    src = source(answers, store, max_body_bytes=4096)
+    await src.scrape_once()
+    assert {h.up for h in src.health()} == {True}
+    await src.scrape_once()
+    assert [(h.name, h.up, h.error) for h in src.health()] == [
+        ("a:1", False, f"Prometheus prom:9090: {error}"), ("b:1", False, f"Prometheus prom:9090: {error}")]
+    assert [h.last_success for h in src.health()] == [1_700_000_000.0] * 2  # what was known stays
+    assert store.series("a:1", ROLLOUTS)[0].points() == [(1_700_000_000.0, 10.0)]  # nothing lost
+    await src.aclose()
+
+
+async def test_an_error_from_the_server_is_shown_literally() -> None:
+    hostile = {"status": "error", "errorType": "execution", "error": "\x1b]0;pwned\x07[bold]x[/]\n\u202e"}
+    src = source(Answers(httpx.Response(422, json=hostile)))
+    await src.scrape_once()
+    (row,) = src.health()
+    assert row.error == ("Prometheus prom:9090: HTTP 422 Unprocessable Entity (query failed: execution: "
+                         "\\x1b]0;pwned\\x07[bold]x[/]\\n\\u202e)")
+    await src.aclose()
+
+
+async def test_before_any_target_one_row_says_what_the_server_holds() -> None:
+    empty = matrix(({"__name__": "up", "job": "node", "instance": "n:9100"}, [(1.0, 1)]))
+    src = source(Answers(empty))
+    await src.scrape_once()
+    (row,) = src.health()
+    assert (row.name, row.url, row.up, row.last_success) == ("prom:9090", "http://prom:9090", None, None)
+    assert row.error == "no posttrain_, engine or DCGM series in Prometheus yet"  # a node exporter is not listed
+    await src.aclose()
+
+
+async def test_names_instance_then_job_slash_instance_then_ptmon_name() -> None:
+    store = Store()
+    t = 1_700_000_000.0
+    answer = matrix(
+        ({"__name__": ROLLOUTS, "job": "a", "instance": "h:1"}, [(t, 1)]),
+        ({"__name__": ROLLOUTS, "job": "b", "instance": "h:1"}, [(t, 2)]),
+        ({"__name__": ROLLOUTS, "job": "c", "instance": "h:2", "ptmon_name": "rollout-3"}, [(t, 3)]),
+    )
+    src = source(Answers(answer), store)
+    await src.scrape_once()
+    assert [(h.name, h.url) for h in src.health()] == [("h:1", "h:1"), ("b/h:1", "h:1"), ("rollout-3", "h:2")]
+    assert store.series("b/h:1", ROLLOUTS)[0].last() == (t, 2.0)
+    assert dict(store.series("rollout-3", ROLLOUTS)[0].labels) == {}
+    await src.aclose()
+
+
+async def test_a_target_prometheus_stopped_scraping_goes_down() -> None:
+    t = 1_700_000_000.0
+    first = fleet_answer(t)
+    w_only = matrix(({"__name__": "up", "job": "w", "instance": "a:1"}, [(t + 60, 1)]),
+                    ({"__name__": ROLLOUTS, "job": "w", "instance": "a:1"}, [(t + 60, 11)]))
+    src = source(Answers(first, w_only))
+    await src.scrape_once()
+    await src.scrape_once()
+    health = {h.name: h for h in src.health()}
+    assert health["a:1"].up is True
+    assert health["b:1"].up is False
+    assert health["b:1"].error == "not scraped by Prometheus for 60 s (job=t, instance=b:1)"
+    await src.aclose()
+
+
+async def test_an_up_of_zero_is_down_with_job_and_instance() -> None:
+    src = source(Answers(fleet_answer(1_700_000_000.0, up=0)))
+    await src.scrape_once()
+    health = {h.name: h for h in src.health()}
+    assert (health["a:1"].up, health["a:1"].last_success) == (False, None)
+    assert health["a:1"].error == "down according to Prometheus (job=w, instance=a:1)"
+    assert health["b:1"].up is True
+    await src.aclose()
+
+
+async def test_it_polls_on_its_own_and_backs_off_while_the_server_fails() -> None:
+    waits: list[float] = []
+    polled = asyncio.Event()
+
+    async def sleep(s: float) -> None:
+        waits.append(s)
+        if len(waits) >= 4:
+            polled.set()
+            await asyncio.Event().wait()
+
+    answers = Answers(httpx.ConnectError("refused"))
+    src = PrometheusSource(SERVER, store=Store(), transport=answers.transport(), interval_s=1.0, sleep=sleep)
+    await src.start()
+    await asyncio.wait_for(polled.wait(), 5)
+    assert waits == [1.0, 2.0, 4.0, 8.0]
+    assert len(answers.queries) == 4
+    await src.aclose()
+    await src.aclose()  # idempotent
+
+
+def test_parse_matrix_and_selector() -> None:
+    assert parse_matrix(matrix(({"__name__": "x"}, [(1.5, "NaN")]))) == [
+        {"metric": {"__name__": "x"}, "values": [[1.5, "NaN"]]}]
+    sel = series_selector()
+    assert sel.startswith('{__name__=~"posttrain_.*|vllm:.*|') and "|up" in sel and "DCGM_FI_.*" in sel
+    with pytest.raises(ValueError, match="only letters"):
+        series_selector(("a.b",))
+
+
+async def test_non_finite_values_and_malformed_points_are_data_or_skipped_never_fatal() -> None:
+    store = Store()
+    body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"__name__": "posttrain_loss", "job": "t", "instance": "b:1"},
+         "values": [[1.0, "NaN"], ["bad"], [2.0, "+Inf"], [3.0, "x"]]},
+        {"metric": {"__name__": "posttrain_gpus", "job": "t", "instance": "b:1"}, "histograms": [[1.0, {}]]},
+        "not a series",
+    ]}}).encode()
+    src = source(Answers(body), store)
+    await src.scrape_once()
+    (loss,) = store.series("b:1", "posttrain_loss")
+    assert [p[0] for p in loss.points()] == [1.0, 2.0]
+    assert math.isnan(loss.points()[0][1]) and loss.points()[1][1] == math.inf
+    assert store.series("b:1", "posttrain_gpus") == []
+    await src.aclose()
