@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from monitor.config import ConfigError, load_settings, parse_duration, target_from_url
+from monitor.config import (
+    PROMETHEUS_MAX_BODY_BYTES,
+    ConfigError,
+    load_settings,
+    parse_duration,
+    prometheus_from_url,
+    target_from_url,
+)
 from monitor.settings import Settings, Target, Thresholds
 
 FULL_EXAMPLE = """\
@@ -292,3 +299,81 @@ def test_a_window_too_short_for_a_rate_is_an_error(tmp_path: Path, body: str, fl
         load_settings(config_path=path, **flags)
     assert str(info.value) == message.format(path=path)
     assert load_settings(config_path=path, interval_s=1.0, window_s=2.0).window_s == 2.0  # two intervals: fine
+
+
+# --- a Prometheus server as the source ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("url", "name", "expected"), [
+    ("localhost:9090", "localhost:9090", "http://localhost:9090"),
+    ("http://h:9090/", "h:9090", "http://h:9090"),
+    ("https://mimir.example/prometheus/", "mimir.example", "https://mimir.example/prometheus"),
+    ("[::1]:9090", "[::1]:9090", "http://[::1]:9090"),
+])
+def test_prometheus_from_url_keeps_the_path_as_the_api_prefix(url: str, name: str, expected: str) -> None:
+    t = prometheus_from_url(url)
+    assert (t.name, t.url) == (name, expected)
+
+
+def test_prometheus_on_the_command_line() -> None:
+    s = load_settings(prometheus_url="http://u:p%40ss@h:9090")
+    assert s.prometheus == Target("h:9090", "http://h:9090", basic_auth=("u", "p@ss"))
+    assert s.targets == ()
+    assert s.max_body_bytes == PROMETHEUS_MAX_BODY_BYTES == 64 * 2**20  # one answer covers the fleet
+
+
+def test_prometheus_in_the_file_as_a_url_or_a_table(tmp_path: Path) -> None:
+    s = load_settings(config_path=write(tmp_path, 'prometheus = "h:9090"\nmax_body_bytes = 2048\n'))
+    assert s.prometheus == Target("h:9090", "http://h:9090")
+    assert s.max_body_bytes == 2048  # the file's cap wins over the Prometheus default
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    s = load_settings(config_path=write(tmp_path, textwrap.dedent("""\
+        [prometheus]
+        url = "https://thanos:10902"
+        name = "thanos"
+        bearer_token_file = "token"
+        ca_file = "ca.pem"
+        """)))
+    assert s.prometheus == Target("thanos", "https://thanos:10902", bearer_token_file=str(tmp_path / "token"),
+                                  ca_file=str(tmp_path / "ca.pem"))
+
+
+def test_the_command_line_source_replaces_the_files_whichever_kind(full: str, tmp_path: Path) -> None:
+    s = load_settings(config_path=full, prometheus_url="h:9090")
+    assert (s.prometheus, s.targets) == (Target("h:9090", "http://h:9090"), ())
+    assert s.primary_benchmark == "gsm8k"  # the rest still comes from the file
+    path = write(tmp_path, 'prometheus = "h:9090"\n')
+    s = load_settings(config_path=path, urls=["localhost:9100"])
+    assert (s.prometheus, [t.name for t in s.targets]) == (None, ["localhost:9100"])
+    assert s.max_body_bytes == 16 * 2**20
+
+
+BAD_PROMETHEUS = [
+    ('prometheus = "h:9090"\n[[targets]]\nurl = "h:9100"\n', "prometheus", "either prometheus or [[targets]]"),
+    ("prometheus = 9090\n", "prometheus", 'a URL ("http://host:9090") or a table with url, got 9090'),
+    ('prometheus = "ftp://h"\n', "prometheus.url", "an http:// or https:// URL"),
+    ('prometheus = "h:9090/?tenant=a"\n', "prometheus.url", "a base URL without a ?query"),
+    ('[prometheus]\nurl = "h:9090"\nrole = "trainer"\n', "prometheus.role", "unknown key"),
+    ('[prometheus]\nname = "p"\n', "prometheus.url", "a URL (required)"),
+    ('[prometheus]\nurl = "h:9090"\nca_file = "nope.pem"\n', "prometheus.ca_file", "an existing PEM file"),
+    ('[prometheus]\nurl = "h:1"\nbearer_token_file = "t"\nbasic_auth = { username = "u", password = "p" }\n',
+     "prometheus", "bearer_token_file or basic_auth, not both"),
+]
+
+
+@pytest.mark.parametrize(("body", "key", "expected"), BAD_PROMETHEUS,
+                         ids=[b[1] + ":" + b[2][:20] for b in BAD_PROMETHEUS])
+def test_prometheus_mistakes_name_the_file_and_the_key(tmp_path: Path, body: str, key: str, expected: str) -> None:
+    path = write(tmp_path, body)
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=path)
+    assert str(info.value).startswith(f"{path}: {key}: expected "), str(info.value)
+    assert expected in str(info.value)
+
+
+def test_prometheus_mistakes_on_the_command_line() -> None:
+    with pytest.raises(ConfigError, match=r"^command line: --prometheus: expected either /metrics URLs or "
+                                          r"--prometheus, not both"):
+        load_settings(urls=["h:9100"], prometheus_url="h:9090")
+    with pytest.raises(ConfigError, match=r"^command line: --prometheus: expected a host and a port"):
+        load_settings(prometheus_url="9090")

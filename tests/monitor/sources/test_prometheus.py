@@ -262,7 +262,8 @@ def test_ptmon_snapshot_reads_a_real_prometheus(fleet: Fleet, prometheus_server:
     prom = prometheus_server(fleet.jobs(), scrape_interval=0.5)
     prom.wait_for("count(up == 1) == 3")  # type: ignore[attr-defined]
     prom.wait_for(f"sum(rate({ROLLOUTS}[3s])) > 0")  # type: ignore[attr-defined]
-    out = _ptmon("snapshot", "--prometheus", prom.url, "--over", "3", "--json", "--interval", "0.5")  # type: ignore[attr-defined]
+    url = prom.url  # type: ignore[attr-defined]
+    out = _ptmon("snapshot", "--prometheus", url, "--over", "3", "--json", "--interval", "0.5")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["run"] == "run-7"
