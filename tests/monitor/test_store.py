@@ -164,3 +164,61 @@ def test_series_still_sent_are_never_evicted_even_at_the_cap() -> None:
         result = store.ingest("t", float(t), samples(f'm{{w="a"}} {t}\nm{{w="b"}} {t}\nm{{w="x{t}"}} 1\n', parser))
         assert result.dropped_series == 1
     assert {s.labels["w"]: len(s) for s in store.series("t", "m")} == {"a": 2, "b": 2}
+
+
+# --- the compact layout: columns, spans and the drop index against a plain list of points ------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from monitor.store import Series, Span  # noqa: E402
+
+
+def reference_span(points: list[tuple[float, float]]) -> Span | None:
+    if not points:
+        return None
+    values = [v for _, v in points]
+    resets = sum(a for a, b in zip(values, values[1:]) if a > b)
+    return Span(len(points), points[0][0], points[0][1], points[-1][0], points[-1][1], resets)
+
+
+@settings(max_examples=150, deadline=None)
+@given(capacity=st.integers(2, 40),
+       values=st.lists(st.integers(0, 6), min_size=0, max_size=200),
+       queries=st.lists(st.tuples(st.integers(-5, 210), st.integers(0, 30)), min_size=1, max_size=6),
+       query_every=st.integers(1, 50))
+def test_spans_columns_and_drops_equal_a_scan_of_the_points(capacity, values, queries, query_every) -> None:
+    # Counters with frequent drops, ring wrap-around and front cuts; queries interleaved with appends,
+    # so the lazily built drop index is checked while it grows and while old points are cut away.
+    s = Series("m", {}, capacity=capacity)
+    kept: list[tuple[float, float]] = []
+    for i, v in enumerate(values):
+        assert s.append(float(i), float(v))
+        kept = (kept + [(float(i), float(v))])[-capacity:]
+        if i % query_every == 0 or i == len(values) - 1:
+            assert s.points() == kept and len(s) == len(kept) and s.last() == kept[-1]
+            for lo, width in queries:
+                start, end = lo - 0.5, lo + width
+                inside = [p for p in kept if start < p[0] <= end]
+                assert s.span(start, end) == reference_span(inside)
+                times, vals = s.columns(start, end)
+                assert list(zip(times, vals)) == inside
+                assert s.drop_times(start, end) == [a[0] for a, b in zip(inside, inside[1:]) if a[1] > b[1]]
+                assert s.points(float(lo), float(lo + width)) == [p for p in kept if lo <= p[0] <= lo + width]
+            assert s.span() == reference_span(kept)
+
+
+def test_a_series_costs_about_16_bytes_a_point() -> None:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        store = Store(capacity=1000)
+        for t in range(1000):
+            store.ingest("a", float(t), [Sample("m", {"i": str(i)}, float(t)) for i in range(50)])
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    per_point = used / (50 * 1000)
+    assert 16 <= per_point < 24, per_point  # two float64 columns, plus the front-cut slack
