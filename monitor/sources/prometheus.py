@@ -351,6 +351,9 @@ class PrometheusSource:
                 try:
                     if response.status_code != 200:
                         status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+                        if response.is_redirect:  # a login page or a wrong prefix: say where it points
+                            location = response.headers.get("location", "")
+                            raise _ScrapeError(f"{status} (redirect to {location[:80]}: is the URL the API's base?)")
                         detail = _api_error(await _read_capped(response, _ERROR_BODY_BYTES))
                         raise _ScrapeError(f"{status} ({detail})" if detail else status)
                     body = await _read_capped(response, self._max_body)

@@ -418,6 +418,8 @@ async def test_a_backfill_too_big_for_the_cap_is_skipped_not_fatal() -> None:
      "body exceeds 4 KiB"),
     (httpx.ConnectError("[Errno 111] Connection refused"), "connection refused"),
     (httpx.Response(503, content=b"\x1b[31mdown\x1b[0m"), "HTTP 503 Service Unavailable"),
+    (httpx.Response(302, headers={"location": "https://sso.example/login"}),
+     "HTTP 302 Found (redirect to https://sso.example/login: is the URL the API's base?)"),
 ])
 async def test_a_failing_server_marks_every_target_down_with_the_reason(answer: object, error: str) -> None:
     store = Store()
@@ -538,3 +540,31 @@ async def test_non_finite_values_and_malformed_points_are_data_or_skipped_never_
     assert math.isnan(loss.points()[0][1]) and loss.points()[1][1] == math.inf
     assert store.series("b:1", "posttrain_gpus") == []
     await src.aclose()
+
+
+async def test_credentials_go_to_the_server_and_a_missing_token_file_says_so(tmp_path: object) -> None:
+    seen: list[str | None] = []
+    paths: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        paths.append(request.url.path)
+        return httpx.Response(200, content=fleet_answer(1_700_000_000.0))
+
+    token = tmp_path / "token"  # type: ignore[operator]
+    token.write_text("t0ken\n")
+    server = Target(name="prom:9090", url="https://prom:9090/prefix", bearer_token_file=str(token))
+    src = PrometheusSource(server, store=Store(), transport=httpx.MockTransport(handler))
+    await src.scrape_once()
+    assert seen == ["Bearer t0ken"]
+    assert paths == ["/prefix/api/v1/query"]  # the URL's path is the API's prefix (a proxy, Mimir)
+    token.unlink()
+    await src.scrape_once()
+    assert {h.error for h in src.health()} == {f"Prometheus prom:9090: bearer token file {token}: "
+                                               "No such file or directory"}
+    await src.aclose()
+    basic = PrometheusSource(Target(name="p", url="http://p:9090", basic_auth=("u", "pw")), store=Store(),
+                             transport=httpx.MockTransport(handler))
+    await basic.scrape_once()
+    assert seen[-1] == "Basic dTpwdw=="
+    await basic.aclose()
