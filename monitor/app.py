@@ -235,10 +235,10 @@ class PtmonApp(App[int]):
 
     def _show_trends(self, d: Dashboard) -> None:
         """Charts in the wide layout, sparklines in the compact one: only the visible ones are drawn."""
-        bench = safe(d.benchmark) if d.benchmark else "score"
+        bench = safe(d.benchmark) if d.benchmark else ""
         if self.compact:
             self.query_one("#spark-ipd", SparkCell).show(
-                [e.score for e in d.eval_curve], Text(f"{bench} {fmt_score(d.score)}"))
+                [e.score for e in d.eval_curve], Text(f"{bench} {fmt_score(d.score)}".lstrip()))
             self.query_one("#spark-rollout", SparkCell).show(
                 [v for _, v in d.rollout_rate_series], Text(fmt_rate(d.rollout_rate_per_s, "")))
             self.query_one("#spark-sync", SparkCell).show(
@@ -255,7 +255,7 @@ class PtmonApp(App[int]):
                 y_format=fmt_score,
                 empty="no evals yet",
             ),
-            subtitle=f"{bench} {fmt_score(d.score)} · ┄ baseline",
+            subtitle=f"{bench or 'score'} {fmt_score(d.score)} · ┄ baseline",
         )
         span = (d.now - d.window_s, d.now)
         ago = (f"-{fmt_window(d.window_s)}", "now")
@@ -378,7 +378,7 @@ class PtmonApp(App[int]):
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    """``ptmon watch URL ... | --config FILE``: exit 2 with a message when there is nothing to watch."""
+    """``ptmon watch URL ... | --config FILE | --prometheus URL``: exit 2 with a message when there is nothing to watch."""
     from monitor.config import ConfigError, load_settings
     from monitor.live import LiveFeed
 
@@ -389,14 +389,16 @@ def run_watch(args: argparse.Namespace) -> int:
             interval_s=args.interval,
             window_s=args.window,
             timeout_s=args.timeout,
+            prometheus_url=getattr(args, "prometheus", None),
         )
     except ConfigError as exc:
-        print(f"ptmon watch: {exc}", file=sys.stderr)
+        print(f"ptmon watch: {safe(str(exc))}", file=sys.stderr)
         return 2
-    if not settings.targets:
+    if not settings.targets and settings.prometheus is None:
         print(
-            "usage: ptmon watch URL [URL ...] | --config FILE\n"
-            "ptmon watch: no targets: give /metrics URLs (host:port is enough) or a ptmon.toml with targets",
+            "usage: ptmon watch URL [URL ...] | --config FILE | --prometheus URL\n"
+            "ptmon watch: no targets: give /metrics URLs (host:port is enough), --prometheus URL, "
+            "or a ptmon.toml with [[targets]]",
             file=sys.stderr,
         )
         return 2

@@ -510,6 +510,24 @@ async def test_live_exporters_over_http_fill_the_screen_and_a_dead_port_turns_re
             assert app.paused
 
 
+def test_watch_with_nothing_to_watch_says_how_and_exits_2(capsys) -> None:
+    from monitor.cli import main
+
+    assert main(["watch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: ptmon watch URL") and "no targets" in err
+
+
+def test_watch_with_a_bad_config_names_it_and_exits_2(tmp_path, capsys) -> None:
+    from monitor.cli import main
+
+    bad = tmp_path / "ptmon.toml"
+    bad.write_text("[[targets]]\nurl = 5\n")
+    assert main(["watch", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ptmon watch: ") and str(bad) in err and "url" in err
+
+
 # Snapshots: deterministic data (fixed fake clock), looked at before committing.
 
 
