@@ -43,7 +43,7 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -141,7 +141,6 @@ class _Remote:
     dropped_series: int = 0
     ingested_ts: float = -math.inf  # newest Prometheus scrape time stored
     error: str | None = None
-    labels: dict[tuple[str, tuple[tuple[str, str], ...]], Labels] = field(default_factory=dict)
 
 
 class PrometheusSource:
@@ -206,6 +205,9 @@ class PrometheusSource:
         self._remotes: dict[_Key, _Remote] = {}
         self._names: set[str] = set()
         self._jobs: set[str] = set()  # jobs with at least one series ptmon reads
+        self._ptmon_names: dict[_Key, str] = {}
+        # The answer's label items of a series -> (target, name, Labels); see _ingest.
+        self._series: dict[tuple[tuple[str, Any], ...], tuple[_Key, str, Labels | None]] = {}
         self._last_poll: float | None = None  # loop time the last good poll started
         self._failures = 0
         self._server_up: bool | None = None
@@ -373,48 +375,61 @@ class PrometheusSource:
 
     def _ingest(self, result: list[dict[str, Any]]) -> None:
         """Split the answer by target, store each Prometheus scrape once, and update health."""
-        # key -> {timestamp: [samples]}, and key -> sorted (ts, name, value) of the scrape-health series
-        data: dict[_Key, dict[float, list[Sample]]] = defaultdict(lambda: defaultdict(list))
-        meta: dict[_Key, list[tuple[float, str, float]]] = defaultdict(list)
-        ptmon_names: dict[_Key, str] = {}
+        data: dict[_Key, dict[float, list[Sample]]] = {}  # target -> Prometheus scrape time -> samples
+        meta: dict[_Key, list[tuple[float, str, float]]] = defaultdict(list)  # up, scrape_* per target
+        cache = self._series
+        if len(cache) > 2 * len(result) + 10_000:
+            cache.clear()  # label churn: start afresh (bounded by the answer, itself bounded by the body cap)
         for item in result:
-            metric = item.get("metric") if isinstance(item, dict) else None
-            values = item.get("values") if isinstance(item, dict) else None
-            if not isinstance(metric, dict) or not isinstance(values, list):
+            try:
+                metric, values = item["metric"], item["values"]
+                # Prometheus lists a series' labels in the same order every time: its items are the key.
+                ident = tuple(metric.items())
+                series = cache.get(ident)
+            except (TypeError, KeyError, AttributeError):
                 continue  # a native histogram ("histograms") or something new: not ours to read
-            labels = {k: v for k, v in metric.items() if isinstance(k, str) and isinstance(v, str)}
-            name = labels.pop("__name__", "")
-            key = (labels.pop("job", ""), labels.pop("instance", ""))
-            pname = labels.pop("ptmon_name", None)
-            if pname:
-                ptmon_names[key] = pname
-            points = _points(values)
-            if name in _META:
-                meta[key].extend((ts, name, v) for ts, v in points)
+            if series is None:
+                series = cache[ident] = self._classify(metric)
+            key, name, labels = series
+            if labels is None:  # the scrape-health series, or unusable labels
+                if name:
+                    meta[key].extend((ts, name, v) for ts, v in _points(values))
                 continue
-            if not name or not points:
-                continue
-            self._jobs.add(key[0])
-            remote = self._remote(key, ptmon_names.get(key))
-            lkey = (name, tuple(sorted(labels.items())))
-            lab = remote.labels.get(lkey)
-            if lab is None:
-                if len(remote.labels) >= 2 * self._store.max_series:
-                    # Label churn must not grow this cache without bound: start afresh (the store then
-                    # finds each series by its sorted key once, and by identity again after).
-                    remote.labels.clear()
-                # The same read-only Labels object every poll: the store finds the series by identity.
-                lab = remote.labels[lkey] = Labels(labels)
-            by_ts = data[key]
+            by_ts = data.get(key)
+            if by_ts is None:
+                by_ts = data[key] = {}
+            floor = self._remotes[key].ingested_ts  # older points came in an earlier, overlapping poll
+            try:
+                points = [(t, float(v)) for ts, v in values if (t := float(ts)) > floor]
+            except (TypeError, ValueError):  # a malformed pair: keep the good ones
+                points = [(t, v) for t, v in _points(values) if t > floor]
             for ts, v in points:
-                by_ts[ts].append(Sample(name, lab, v, ts))
+                group = by_ts.get(ts)
+                if group is None:
+                    group = by_ts[ts] = []
+                group.append(Sample(name, labels, v, ts))
         for key in meta:
             if key[0] in self._jobs:
-                self._remote(key, ptmon_names.get(key))
+                self._remote(key, self._ptmon_names.get(key))
         newest_up = max((ts for rows in meta.values() for ts, n, _ in rows if n == _UP), default=None)
         for key, remote in self._remotes.items():
             self._store_scrapes(remote, data.get(key, {}))
             self._update_health(remote, sorted(meta.get(key, ())), newest_up)
+
+    def _classify(self, metric: Mapping[str, Any]) -> tuple[_Key, str, Labels | None]:
+        """(target, name, labels to store) of a series seen for the first time; labels None: not stored."""
+        labels = {k: v for k, v in metric.items() if isinstance(k, str) and isinstance(v, str)}
+        name = labels.pop("__name__", "")
+        key = (labels.pop("job", ""), labels.pop("instance", ""))
+        ptmon_name = labels.pop("ptmon_name", None)
+        if ptmon_name:
+            self._ptmon_names[key] = ptmon_name
+        if name in _META or not name:
+            return key, name, None
+        self._jobs.add(key[0])
+        self._remote(key, self._ptmon_names.get(key))
+        # One read-only Labels object per series for as long as it is cached: the store finds it by identity.
+        return key, name, Labels(labels)
 
     def _remote(self, key: _Key, ptmon_name: str | None) -> _Remote:
         remote = self._remotes.get(key)
