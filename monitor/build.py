@@ -7,11 +7,13 @@ definitions follow DESIGN.md ("Definitions the numbers must follow"); where
 it is silent, the choice is written next to the code and in
 notes/data-layer.md.
 
-Cost: linear in the points of the window (plus one pass over each cost
-series' history for spend across restarts): each series is fetched once per
-build, the rate chart reads only the points at slot bounds, and a series
-with no restart costs C-level passes only. tests/bench/bench_build.py puts
-one build at about four reads of the window (58 targets, 5-minute window).
+Cost: independent of the window's length for almost every number. Rates,
+increases and counts come from each series' ``Span`` (a few bisections and
+the store's incremental counter-reset index), spend from the cost series'
+whole-history span; the rate chart copies one value column per series (a
+memcpy) and picks its slot bounds in C. Only the trainer's per-sync series
+reads its window point by point. tests/bench/bench_build.py measures it
+against the pre-span implementation kept in tests/bench/baseline/.
 
 Evals are the one thing that outlives the store's ring buffers (an eval
 every 20 minutes outlasts one hour of 1 s points after a few evals), so they
@@ -26,15 +28,14 @@ import math
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from itertools import compress, islice
-from operator import add, gt, itemgetter, sub
+from itertools import islice
+from operator import add, itemgetter, sub
 from types import MappingProxyType
 
 from exporters import schema
 from exporters.schema import MetricSpec
 from monitor.dashboard import Dashboard, EvalPoint, Point, TargetHealth, WorkerRow
 from monitor.derive import (
-    counter_total,
     histogram_quantile,
     histogram_sum_estimate,
     in_window,
@@ -42,13 +43,14 @@ from monitor.derive import (
     mean,
     median,
     parse_le,
-    rate,
-    raw_increase,
     running_total,
+    span_counter_total,
+    span_rate,
+    span_raw_increase,
 )
 from monitor.roles import detect_role, label_ci, run_info_names
 from monitor.settings import Settings
-from monitor.store import Series, Store
+from monitor.store import Series, Span, Store
 
 __all__ = ["Baseline", "EvalLog", "observe_evals", "build_dashboard", "MEDIAN_WINDOW_S", "RECENT_RATE_S"]
 
@@ -57,8 +59,7 @@ RECENT_RATE_S = 30.0  # "the rollout rate now", for the rate-drop alert: mean ov
 _CHART_POINTS = 120
 _MAX_EVALS_PER_BENCHMARK = 10_000
 
-_time = itemgetter(0)
-_value = itemgetter(1)
+_MISSING = object()
 
 
 def _names(spec: MetricSpec) -> tuple[str, ...]:
@@ -177,7 +178,8 @@ def observe_evals(store: Store, settings: Settings, *, previous: EvalLog | None 
             read[key] = (pts[-1][0], last_score, last_version)
     if not new:
         return EvalLog(evals=previous.evals, read=MappingProxyType(read))
-    spend = _Spend([(pts, price) for _, _, pts, price in _cost_series(store, settings, _roles(store, (), settings))])
+    cost = _cost_series(store, settings, _roles(store, (), settings))
+    spend = _Spend([(s.points(), price) for _, _, s, price in cost])
     evals = dict(previous.evals)
     for bench, points in new.items():
         placed = [replace(p, spend_dollars=s) for p in points if (s := spend.at(p.timestamp)) is not None]
@@ -201,12 +203,13 @@ def _series(store: Store, target: str, names: Iterable[str]) -> list[Series]:
 class _Window:
     """One build's view of ``(start, end]``: each series' points fetched once, however many numbers use them."""
 
-    __slots__ = ("start", "end", "_memo", "_from")
+    __slots__ = ("start", "end", "_memo", "_spans", "_from")
 
     def __init__(self, start: float, end: float, *, coverage: Mapping[str, float] | None = None) -> None:
         self.start = start
         self.end = end
         self._memo: dict[int, list[tuple[float, float]]] = {}
+        self._spans: dict[int, Span | None] = {}
         self._from = coverage or {}
 
     def range_start(self, target: str) -> float:
@@ -219,37 +222,38 @@ class _Window:
         return max(self.start, self._from.get(target, self.start))
 
     def pts(self, series: Series) -> list[tuple[float, float]]:
+        """The series' points in the window, as a list (for the few numbers that need every point)."""
         key = id(series)
         pts = self._memo.get(key)
         if pts is None:
             pts = self._memo[key] = in_window(series, self.start, self.end)
         return pts
 
-    def share(self, wider: _Window, series: Iterable[Series]) -> None:
-        """Take these series' points from ``wider`` (which covers this window): one copy, not two."""
-        memo = self._memo
-        for s in series:
-            if id(s) not in memo:
-                pts = wider.pts(s)
-                memo[id(s)] = pts[bisect_right(pts, self.start, key=_time):bisect_right(pts, self.end, key=_time)]
+    def span(self, series: Series) -> Span | None:
+        """The series' ``Span`` in the window: a few bisections, however long the window."""
+        key = id(series)
+        sp = self._spans.get(key, _MISSING)
+        if sp is _MISSING:
+            sp = self._spans[key] = series.span(self.start, self.end)
+        return sp  # type: ignore[return-value]
 
     def rate_sum(self, target: str, series: Iterable[Series]) -> float | None:
         """Σ PromQL rate over ``target``'s series; None when none has two points in the window."""
         total: float | None = None
         begin = self.range_start(target)
         for s in series:
-            r = rate(self.pts(s), start=begin, end=self.end)
+            r = span_rate(self.span(s), start=begin, end=self.end)
             if r is not None:
                 total = r if total is None else total + r
         return total
 
     def raw_increase(self, series: Series) -> float | None:
-        return raw_increase(self.pts(series))
+        return span_raw_increase(self.span(series))
 
     def raw_increase_sum(self, series: Iterable[Series]) -> float | None:
         total: float | None = None
         for s in series:
-            r = raw_increase(self.pts(s))
+            r = span_raw_increase(self.span(s))
             if r is not None:
                 total = r if total is None else total + r
         return total
@@ -258,8 +262,8 @@ class _Window:
         """The latest finite value at or before ``end`` if it is newer than ``start``."""
         p = series.last()
         if p is not None and p[0] > self.end:
-            pts = self.pts(series)
-            p = pts[-1] if pts else None
+            sp = self.span(series)
+            p = (sp.last_t, sp.last_v) if sp is not None else None
         if p is None or p[0] <= self.start or not math.isfinite(p[1]):
             return None
         return p[1]
@@ -268,16 +272,19 @@ class _Window:
         """(Σ Δsum, Σ Δcount) over the window, restarts read off ``_count``.
 
         A histogram's ``_sum`` may legitimately fall (negative rewards), so
-        only ``_count`` says whether the process restarted.
+        only ``_count`` says whether the process restarted. When both series
+        hold the same scrapes (the usual case) this reads only their ends and
+        the count's drops; otherwise it pairs the points scrape by scrape.
         """
-        sums, counts = self.pts(sum_series), self.pts(count_series)
-        if len(sums) < 2 or len(sums) != len(counts) or (sums[0][0], sums[-1][0]) != (counts[0][0], counts[-1][0]):
-            deltas = _paired_deltas(sums, counts)
-            return sum(d[1] for d in deltas), sum(d[2] for d in deltas)
-        sv = list(map(_value, sums))
-        cv = list(map(_value, counts))
-        restarts = list(map(gt, cv, islice(cv, 1, None)))
-        return (sv[-1] - sv[0] + sum(compress(sv, restarts)), cv[-1] - cv[0] + sum(compress(cv, restarts)))
+        ss, cs = self.span(sum_series), self.span(count_series)
+        if ss is not None and cs is not None and ss.count >= 2 and (ss.count, ss.first_t, ss.last_t) == (
+                cs.count, cs.first_t, cs.last_t):
+            before = [sum_series.value_at(t) for t in count_series.drop_times(self.start, self.end)]
+            if None not in before:
+                return (ss.last_v - ss.first_v + sum(before),  # type: ignore[arg-type]
+                        cs.last_v - cs.first_v + cs.resets)
+        deltas = _paired_deltas(self.pts(sum_series), self.pts(count_series))
+        return sum(d[1] for d in deltas), sum(d[2] for d in deltas)
 
 
 def _paired_deltas(sums: Sequence[tuple[float, float]], counts: Sequence[tuple[float, float]]
@@ -352,7 +359,7 @@ def _quantiles_over_window(buckets: list[tuple[float, str, Series]], qs: Sequenc
     """histogram_quantile(q, sum by (le) (rate(x_bucket[window]))), as PromQL computes it."""
     by_le: dict[float, float] = {}
     for le, target, s in buckets:
-        r = rate(w.pts(s), start=w.range_start(target), end=w.end)
+        r = span_rate(w.span(s), start=w.range_start(target), end=w.end)
         if r is not None:
             by_le[le] = by_le.get(le, 0.0) + r
     if not by_le:
@@ -375,8 +382,8 @@ def _rate_slots(per_target: Iterable[list[Series]], w: _Window, step: float) -> 
     left out, not zero.
 
     Only the points at slot bounds are read: series of one target share
-    their scrape times, so the bounds are bisected once per target and every
-    other series costs one lookup per slot, whatever the scrape interval.
+    their scrape times, so the bounds are bisected once per layout and every
+    other series costs one memcpy of its value column and one C-level pick.
     """
     start, end = w.start, w.end
     n = max(1, math.ceil((end - start) / step - 1e-9))
@@ -389,20 +396,20 @@ def _rate_slots(per_target: Iterable[list[Series]], w: _Window, step: float) -> 
         layout: tuple[int, float, float] | None = None
         pick = itemgetter(0)
         for s in series:
-            pts = w.pts(s)
-            if len(pts) < 2:
+            times, values = s.columns(start, end)
+            if len(times) < 2:
                 continue
-            key = (len(pts), pts[0][0], pts[-1][0])
+            key = (len(times), times[0], times[-1])
             if key != layout:
                 layout = key
                 # The last point at or before each bound, picked out in C for every series of the layout.
-                pick = itemgetter(*(max(bisect_right(pts, b, key=_time) - 1, 0) for b in bounds))
-                times = list(map(_time, pick(pts)))
-                slot_dt = list(map(max, slot_dt, map(sub, islice(times, 1, None), times)))
-            values = list(map(_value, pick(pts)))
-            incs = list(map(sub, islice(values, 1, None), values))
+                pick = itemgetter(*(max(bisect_right(times, b) - 1, 0) for b in bounds))
+                picked = pick(times)
+                slot_dt = list(map(max, slot_dt, map(sub, islice(picked, 1, None), picked)))
+            picked = pick(values)
+            incs = list(map(sub, islice(picked, 1, None), picked))
             if min(incs) < 0:  # a restart: the counter went on from zero
-                incs = [d if d >= 0 else v for d, v in zip(incs, islice(values, 1, None))]
+                incs = [d if d >= 0 else v for d, v in zip(incs, islice(picked, 1, None))]
             slot_inc = list(map(add, slot_inc, incs))
         for k in range(n):
             if slot_dt[k] > 0:
@@ -454,12 +461,12 @@ def _targets(store: Store, health: Sequence[TargetHealth], settings: Settings) -
 
 
 def _cost_series(store: Store, settings: Settings, roles: Mapping[str, str | None]
-                 ) -> list[tuple[str, str, list[tuple[float, float]], float]]:
-    """(target, role, all points, price) per GPU-seconds series. Price: config > exporter's gauge > default.
+                 ) -> list[tuple[str, str, Series, float]]:
+    """(target, role, series, price) per GPU-seconds series. Price: config > exporter's gauge > default.
 
     The role is the series' ``role`` label (the exporters set it), else the target's role.
     """
-    out: list[tuple[str, str, list[tuple[float, float]], float]] = []
+    out: list[tuple[str, str, Series, float]] = []
     for target in store.targets():
         series = _series(store, target, GPU_SECONDS)
         if not series:
@@ -471,7 +478,7 @@ def _cost_series(store: Store, settings: Settings, roles: Mapping[str, str | Non
             if price is None:
                 last = gauges.get(s.labels.get("role"))
                 price = last[1] if last is not None and math.isfinite(last[1]) else schema.DEFAULT_GPU_HOUR_PRICE
-            out.append((target, role, s.points(), price))
+            out.append((target, role, s, price))
     return out
 
 
@@ -554,12 +561,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
 
     # rollout side, per worker
     by_target_rollouts = {n: _series(store, n, ROLLOUTS) for n in names}
-    # The rollout rate's 10-minute median reads 10 minutes of the same series: fetch the wider span once.
     median_w = _Window(end - MEDIAN_WINDOW_S, end)
-    if start > median_w.start:
-        w.share(median_w, (s for series in by_target_rollouts.values() for s in series))
-    else:
-        median_w.share(w, (s for series in by_target_rollouts.values() for s in series))
     rollout_targets = [n for n in names if by_target_rollouts[n]]
     worker_targets = [t for t in targets if t.role in _WORKER_ROLES or by_target_rollouts[t.name]]
     rollout_tokens_by = {n: w.rate_sum(n, _series(store, n, ROLLOUT_TOKENS)) for n in names}
@@ -638,16 +640,15 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     # cost
     cost = _cost_series(store, settings, roles)
     by_role: dict[str, float] = {}
-    for _, role, pts, price in cost:
-        total = counter_total(pts)
+    for _, role, series, price in cost:
+        total = span_counter_total(series.span())  # the whole history held: spend across restarts
         if total is not None and math.isfinite(total):
             by_role[role] = by_role.get(role, 0.0) + total * price / 3600.0
     by_role = {role: dollars for role, dollars in by_role.items() if math.isfinite(dollars)}
     spend = sum(by_role.values()) if by_role else None
     burn: float | None = None
-    for target, _, pts, price in cost:
-        win = pts[bisect_right(pts, start, key=_time):bisect_right(pts, end, key=_time)]
-        r = rate(win, start=w.range_start(target), end=end)
+    for target, _, series, price in cost:
+        r = span_rate(w.span(series), start=w.range_start(target), end=end)
         if r is not None:
             burn = (burn or 0.0) + r * price  # GPU-seconds per second x $/GPU-hour = $/hour
     tokens_now = rollout_tokens if rollout_tokens is not None else engine_tokens_total

@@ -12,6 +12,11 @@ the same points give the same number as a Prometheus server, which is what
 lets a user check ptmon against their Grafana. Windows are left-open,
 ``(start, end]``, as in Prometheus 3.
 
+Each counter function has a ``span_`` twin that takes a ``Span`` (a
+window's count, ends and summed resets, from ``Series.span`` in a few
+bisections) instead of the points: the same arithmetic in the same order, so
+the dashboard gets PromQL's number without copying or scanning the window.
+
 Functions return ``None`` where PromQL returns nothing or NaN (fewer than two
 points, no observations): the dashboard shows "unknown", never a made-up 0.
 """
@@ -24,15 +29,20 @@ from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress, islice
 from operator import add, gt, itemgetter, mul
 
-from monitor.store import Series
+from monitor.store import Series, Span
 
 __all__ = [
     "Points",
     "in_window",
+    "span_of",
     "rate",
     "increase",
     "raw_increase",
     "counter_total",
+    "span_rate",
+    "span_increase",
+    "span_raw_increase",
+    "span_counter_total",
     "running_total",
     "histogram_quantile",
     "histogram_sum_estimate",
@@ -59,6 +69,16 @@ def in_window(series: Series, start: float, end: float) -> list[tuple[float, flo
     return pts
 
 
+def span_of(points: Points) -> Span | None:
+    """The ``Span`` of a list of points (what ``Series.span`` gives without the list)."""
+    if not points:
+        return None
+    values = list(map(_value, points))
+    first_t, first_v = points[0]
+    last_t, last_v = points[-1]
+    return Span(len(points), first_t, first_v, last_t, last_v, _reset_correction(values))
+
+
 def _reset_correction(values: list[float]) -> float:
     """Sum of the values just before each drop: a drop means a restart from zero."""
     if values == sorted(values):  # the common case, no restart: timsort's O(n) check beats any scan
@@ -66,17 +86,16 @@ def _reset_correction(values: list[float]) -> float:
     return sum(compress(values, map(gt, values, islice(values, 1, None))))
 
 
-def _extrapolated(points: Points, start: float, end: float, *, is_rate: bool) -> float | None:
-    n = len(points)
+def _extrapolated(span: Span | None, start: float, end: float, *, is_rate: bool) -> float | None:
+    if span is None:
+        return None
+    n, first_t, first_v, last_t, last_v, resets = span
     if n < 2:
         return None
-    first_t, first_v = points[0]
-    last_t, last_v = points[-1]
     sampled = last_t - first_t
     if sampled <= 0:
         return None
-    values = list(map(_value, points))
-    result = last_v - first_v + _reset_correction(values)
+    result = last_v - first_v + resets
     avg = sampled / (n - 1)
     threshold = avg * _EXTRAPOLATION_THRESHOLD
     to_start = first_t - start
@@ -98,12 +117,29 @@ def _extrapolated(points: Points, start: float, end: float, *, is_rate: bool) ->
 
 def increase(points: Points, *, start: float, end: float) -> float | None:
     """PromQL ``increase(x[end-start])`` at ``end`` over points already in ``(start, end]``."""
-    return _extrapolated(points, start, end, is_rate=False)
+    return _extrapolated(span_of(points), start, end, is_rate=False)
 
 
 def rate(points: Points, *, start: float, end: float) -> float | None:
     """PromQL ``rate(x[end-start])`` at ``end``: per-second, counter resets handled, extrapolated."""
-    return _extrapolated(points, start, end, is_rate=True)
+    return _extrapolated(span_of(points), start, end, is_rate=True)
+
+
+def span_increase(span: Span | None, *, start: float, end: float) -> float | None:
+    """``increase`` from a window's ``Span`` (``Series.span(start, end)``): O(log n), same number."""
+    return _extrapolated(span, start, end, is_rate=False)
+
+
+def span_rate(span: Span | None, *, start: float, end: float) -> float | None:
+    """``rate`` from a window's ``Span`` (``Series.span(start, end)``): O(log n), same number."""
+    return _extrapolated(span, start, end, is_rate=True)
+
+
+def span_raw_increase(span: Span | None) -> float | None:
+    """``raw_increase`` from a ``Span``."""
+    if span is None or span.count < 2:
+        return None
+    return span.last_v - span.first_v + span.resets
 
 
 def raw_increase(points: Points) -> float | None:
@@ -112,18 +148,17 @@ def raw_increase(points: Points) -> float | None:
     For counts a person reads as whole events ("3 syncs in the window"),
     where PromQL's extrapolated 3.3 would look like a bug.
     """
-    if len(points) < 2:
-        return None
-    values = list(map(_value, points))
-    return values[-1] - values[0] + _reset_correction(values)
+    return span_raw_increase(span_of(points))
+
+
+def span_counter_total(span: Span | None) -> float | None:
+    """``counter_total`` from a ``Span``."""
+    return None if span is None else span.last_v + span.resets
 
 
 def counter_total(points: Points) -> float | None:
     """The counter's total across restarts seen in ``points``: last value plus pre-reset values."""
-    if not points:
-        return None
-    values = list(map(_value, points))
-    return values[-1] + _reset_correction(values)
+    return span_counter_total(span_of(points))
 
 
 def running_total(values: list[float]) -> list[float]:

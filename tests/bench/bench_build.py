@@ -1,12 +1,15 @@
-"""build_dashboard cost: one Dashboard over a fleet, against one read of every point in the window.
+"""build_dashboard cost and store memory: the compact store + spans against the deque store + scans.
 
 Run: ``/work/venv/bin/python -m tests.bench.bench_build [--workers 56] [--history 900] [--window 300]``
 
-The TUI builds a Dashboard every second. The floor for any number that
-depends on the window is reading each point of the window once; the figure
-that matters is how many such reads one build costs (the ratio), measured
-side by side in the same process on the same store. A ratio that grows with
-the window or the worker count would mean non-linear work.
+The TUI builds a Dashboard every second on its event loop. Two stores are
+filled with the same fleet: ``monitor.store`` (two float columns a series,
+counter resets indexed) and the baseline kept in ``tests/bench/baseline``
+(the store, derive and build as they were before: a deque of (t, v) tuples a
+series, rates scanning every point of the window). Printed, all measured in
+this process: one build on each and their ratio, one read of every window
+point (the old design's floor), and the bytes a stored point costs in each
+store (tracemalloc, at steady state: every series full and wrapping).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gc
 import time
+import tracemalloc
 from collections.abc import Callable
 
 from exporters import schema
@@ -22,8 +26,10 @@ from monitor.derive import in_window
 from monitor.parse import Sample
 from monitor.settings import Settings
 from monitor.store import Store
+from tests.bench.baseline import build as old_build
+from tests.bench.baseline import store as old_store
 
-__all__ = ["fill_fleet", "main"]
+__all__ = ["fill_fleet", "bytes_per_point", "main"]
 
 ENVS = ("math", "code", "search", "chat")
 
@@ -62,9 +68,10 @@ def _eval(t: float) -> list[Sample]:
             Sample(schema.EVAL_POLICY_VERSION.name, {"benchmark": "gsm8k"}, t // 300)]
 
 
-def fill_fleet(*, workers: int, history: int) -> Store:
+def fill_fleet(*, workers: int, history: int, store_type: Callable[..., Store] = Store,
+               capacity: int | None = None) -> Store:
     gens = {"trainer": _trainer, "eval": _eval, **{f"w{i:02d}": _worker(i) for i in range(workers)}}
-    store = Store(capacity=max(history, 2))
+    store = store_type(capacity=max(capacity or history, 2))
     for k in range(history):
         t = 1_000_000.0 + k
         for name, gen in gens.items():
@@ -93,6 +100,21 @@ def _best(fn: Callable[[], object], seconds: float) -> float:
     return best
 
 
+def bytes_per_point(store_type: Callable[..., Store], *, workers: int = 8, capacity: int = 600) -> float:
+    """Traced bytes per stored point once every series is full and has wrapped (front cuts included)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        store = fill_fleet(workers=workers, history=capacity + capacity // 4, store_type=store_type,
+                           capacity=capacity)
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    points = sum(len(s) for t in store.targets() for n in list(store.names(t)) for s in store.series(t, n))
+    return used / points
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workers", type=int, default=56)
@@ -101,20 +123,33 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seconds", type=float, default=1.5, help="time spent measuring each side")
     args = p.parse_args(argv)
     store = fill_fleet(workers=args.workers, history=args.history)
+    baseline = fill_fleet(workers=args.workers, history=args.history, store_type=old_store.Store)
     now = 1_000_000.0 + args.history - 1
     settings = Settings()
     log = observe_evals(store, settings, previous=EvalLog())
+    old_log = old_build.observe_evals(baseline, settings, previous=old_build.EvalLog())
     points = sum(len(in_window(s, now - args.window, now)) for t in store.targets() for n in list(store.names(t))
                  for s in store.series(t, n))
+    new = build_dashboard(store, (), settings, now=now, window_s=args.window, evals=log)
+    old = old_build.build_dashboard(baseline, (), settings, now=now, window_s=args.window, evals=old_log)
+    if new != old:  # the benchmark compares two implementations of the same numbers
+        raise SystemExit(f"the dashboards differ:\n{new}\n{old}")
     gc.collect()
     floor = _best(lambda: _floor(store, now - args.window, now), args.seconds)
-    build = _best(lambda: build_dashboard(store, (), settings, now=now, window_s=args.window, evals=log),
+    before = _best(lambda: old_build.build_dashboard(baseline, (), settings, now=now, window_s=args.window,
+                                                     evals=old_log), args.seconds)
+    after = _best(lambda: build_dashboard(store, (), settings, now=now, window_s=args.window, evals=log),
                   args.seconds)
+    old_bytes = bytes_per_point(old_store.Store)
+    new_bytes = bytes_per_point(Store)
     print(f"fleet: {args.workers + 2} targets, {args.history} points per series, window {args.window:g} s, "
-          f"{points:,} points in the window")
-    print(f"read every window point once: {floor * 1e3:8.2f} ms")
-    print(f"build_dashboard:              {build * 1e3:8.2f} ms")
-    print(f"ratio build / one read:       {build / floor:8.2f}x")
+          f"{points:,} points in the window (same Dashboard from both)")
+    print(f"read every window point once:         {floor * 1e3:9.2f} ms")
+    print(f"build_dashboard before (deque, scan): {before * 1e3:9.2f} ms  ({before / floor:5.2f}x one read)")
+    print(f"build_dashboard after (arrays, span): {after * 1e3:9.2f} ms  ({after / floor:5.2f}x one read)")
+    print(f"speed-up:                             {before / after:9.1f}x")
+    print(f"memory per stored point: before {old_bytes:6.1f} B, after {new_bytes:5.1f} B "
+          f"({old_bytes / new_bytes:.1f}x less; tracemalloc, 10 targets, every series wrapped)")
 
 
 if __name__ == "__main__":

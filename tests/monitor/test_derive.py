@@ -19,6 +19,11 @@ from monitor.derive import (
     rate,
     raw_increase,
     running_total,
+    span_counter_total,
+    span_increase,
+    span_of,
+    span_rate,
+    span_raw_increase,
 )
 from monitor.store import Series
 
@@ -89,6 +94,26 @@ def test_in_window_is_left_open() -> None:
     assert in_window(s, 10.0, 30.0) == [(20.0, 20.0), (30.0, 30.0)]
     assert in_window(s, 5.0, 25.0) == [(10.0, 10.0), (20.0, 20.0)]
     assert in_window(s, 40.0, 50.0) == []
+
+
+def test_a_series_span_gives_the_same_numbers_as_its_points() -> None:
+    # 100,110,120 | restart | 5,15,25 | restart | 3 at t = 10..80, in a ring of 6 points: the first two
+    # fell out. Every (start, end] gives bit-identical results from the span and from the points.
+    s = Series("x", {}, capacity=6)
+    for t, v in zip(range(10, 90, 10), (100, 110, 120, 5, 15, 25, 30, 3)):
+        s.append(float(t), float(v))
+    # Held: 120, 5, 15, 25, 30, 3 (t = 30..80): increments from zero after each drop 5 + 10 + 10 + 5 + 3.
+    assert span_raw_increase(s.span(0, 100)) == raw_increase(in_window(s, 0, 100)) == 33
+    for start in (0.0, 25.0, 30.0, 45.0, 60.0):
+        for end in (45.0, 70.0, 80.0, 100.0):
+            p = in_window(s, start, end)
+            sp = s.span(start, end)
+            assert sp == span_of(p)
+            assert span_rate(sp, start=start, end=end) == rate(p, start=start, end=end)
+            assert span_increase(sp, start=start, end=end) == increase(p, start=start, end=end)
+            assert span_raw_increase(sp) == raw_increase(p)
+            assert span_counter_total(sp) == counter_total(p)
+    assert s.span(80, 100) is None and span_rate(None, start=0, end=1) is None
 
 
 def test_counter_total_and_running_total_across_a_restart() -> None:
