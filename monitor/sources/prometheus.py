@@ -490,6 +490,8 @@ class PrometheusSource:
                 remote.up = False
                 remote.error = _short(f"not scraped by Prometheus for {behind:.0f} s ({where})")
         if remote.up and remote.dropped_series:
+            # As the scraper does (and Prometheus over sample_limit): down, so the alert fires; what fit is kept.
+            remote.up = False
             remote.error = (f"series limit {self._store.max_series:,} reached: "
                             f"{remote.dropped_series:,} new series dropped")
 

@@ -568,3 +568,17 @@ async def test_credentials_go_to_the_server_and_a_missing_token_file_says_so(tmp
     await basic.scrape_once()
     assert seen[-1] == "Basic dTpwdw=="
     await basic.aclose()
+
+
+async def test_a_target_over_the_series_cap_keeps_what_fit_and_says_so() -> None:
+    t = 1_700_000_000.0
+    w = {"job": "w", "instance": "a:1"}
+    answer = matrix(*(({"__name__": ROLLOUTS, "env": f"e{i}", **w}, [(t, i)]) for i in range(5)),
+                    ({"__name__": "up", **w}, [(t, 1)]))
+    store = Store(max_series=3)
+    src = source(Answers(answer), store)
+    await src.scrape_once()
+    (row,) = src.health()
+    assert (row.up, row.series, row.dropped_series) == (False, 3, 2)
+    assert row.error == "series limit 3 reached: 2 new series dropped"
+    await src.aclose()
