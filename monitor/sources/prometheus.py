@@ -251,7 +251,8 @@ class PrometheusSource:
                 error=self._server_error or (
                     "no posttrain_, engine or DCGM series in Prometheus yet" if self._server_up else None)),)
         out = []
-        for r in self._remotes.values():
+        # Grouped by job (one per role, as usually configured), then by name: stable whatever the answer's order.
+        for r in sorted(self._remotes.values(), key=lambda r: (r.key[0], r.name)):
             up, error = r.up, r.error
             if self._server_up is False:  # what Prometheus last said is no longer current
                 up, error = False, self._server_error
