@@ -428,8 +428,8 @@ async def test_a_failing_server_marks_every_target_down_with_the_reason(answer: 
     await src.scrape_once()
     assert {h.up for h in src.health()} == {True}
     await src.scrape_once()
-    assert [(h.name, h.up, h.error) for h in src.health()] == [
-        ("a:1", False, f"Prometheus prom:9090: {error}"), ("b:1", False, f"Prometheus prom:9090: {error}")]
+    assert [(h.name, h.up, h.error) for h in src.health()] == [  # by job (t, w), then name
+        ("b:1", False, f"Prometheus prom:9090: {error}"), ("a:1", False, f"Prometheus prom:9090: {error}")]
     assert [h.last_success for h in src.health()] == [1_700_000_000.0] * 2  # what was known stays
     assert store.series("a:1", ROLLOUTS)[0].points() == [(1_700_000_000.0, 10.0)]  # nothing lost
     await src.aclose()
