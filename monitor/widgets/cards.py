@@ -233,7 +233,7 @@ class Card(LineWidget):
     def set_compact(self, compact: bool) -> None:
         self.set_class(compact, "-compact")
         self.border_title = _SHORT.get(self.title, self.title) if compact else self.title
-        self.redraw()
+        self.invalidate()
 
     def lines(self, width: int, height: int) -> list[Text]:
         """Label on the left, value flush right; the label gives way first when space is short."""

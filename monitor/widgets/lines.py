@@ -28,20 +28,39 @@ class LineWidget(Widget):
         raise NotImplementedError
 
     def redraw(self) -> None:
-        """The content changed: draw it again on the next refresh."""
+        """The content changed: repaint the lines that differ (all of them if the box changed)."""
+        if self._cache is None:
+            self.refresh()
+            return
+        key, old = self._cache
+        size = key[0]
+        if size != self.content_size:
+            self.invalidate()
+            return
+        new = self._build(*key)
+        self._cache = (key, new)
+        changed = [y for y in range(max(len(old), len(new))) if y >= len(old) or y >= len(new) or old[y] != new[y]]
+        if changed:
+            # Only these lines go through the compositor again; a card whose one value ticked repaints one line.
+            self.refresh(*(Region(0, y, size.width, 1) for y in changed))
+
+    def invalidate(self) -> None:
+        """Everything changed (the box, the style): draw every line again."""
         self._cache = None
         self.refresh()
 
+    def _build(self, size: Size, base: Style) -> list[Strip]:
+        console = self.app.console
+        return [
+            Strip(list(text.render(console, end=""))).crop_extend(0, size.width, None).apply_style(base)
+            for text in self.lines(size.width, size.height)[: size.height]
+        ]
+
     def render_lines(self, crop: Region) -> list[Strip]:
         # One style lookup per repaint, not one per line: it walks the CSS and showed in profiles.
-        size, base = self.content_size, self.rich_style
-        if self._cache is None or self._cache[0] != (size, base):
-            console = self.app.console
-            strips = [
-                Strip(list(text.render(console, end=""))).crop_extend(0, size.width, None).apply_style(base)
-                for text in self.lines(size.width, size.height)[: size.height]
-            ]
-            self._cache = ((size, base), strips)
+        key = (self.content_size, self.rich_style)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, self._build(*key))
         return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:

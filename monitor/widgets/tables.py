@@ -161,13 +161,20 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
 
     def move_cursor(self, *, row: int) -> None:
         last = max(0, self.row_count - 1)
-        self.cursor_row = min(max(0, row), last)
+        before, self.cursor_row = self.cursor_row, min(max(0, row), last)
         body = max(1, self.scrollable_content_region.height - 1)  # rows below the header
         if self.cursor_row < self.scroll_y:
             self.scroll_to(y=self.cursor_row, animate=False)
         elif self.cursor_row >= self.scroll_y + body:
             self.scroll_to(y=self.cursor_row - body + 1, animate=False)
-        self.refresh()
+        if self.cursor_row != before:
+            self._refresh_rows(before, self.cursor_row)
+
+    def _refresh_rows(self, *indexes: int) -> None:
+        """Repaint just these rows (the compositor's work is per line)."""
+        width = self.scrollable_content_region.width
+        top = int(self.scroll_y)
+        self.refresh(*(Region(0, index - top + 1, width, 1) for index in indexes))
 
     def action_cursor(self, delta: int) -> None:
         self.move_cursor(row=self.cursor_row + delta)
@@ -239,10 +246,15 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
             text = Text.assemble(*parts, no_wrap=True, end="")
             return Strip(list(text.render(console)), text.cell_len)
 
-        self._header = line([Text(label) for label in header])
-        self._strips = [line(cells) for _, cells in shown]
-        self.virtual_size = Size(self._header.cell_length, len(self._strips) + 1)
-        self.refresh()
+        header_strip = line([Text(label) for label in header])
+        strips = [line(cells) for _, cells in shown]
+        old_header, old_strips = self._header, self._strips
+        self._header, self._strips = header_strip, strips
+        self.virtual_size = Size(header_strip.cell_length, len(strips) + 1)
+        if header_strip != old_header or len(strips) != len(old_strips):
+            self.refresh()
+        else:  # same columns, same rows: repaint the rows whose text changed
+            self._refresh_rows(*(i for i, (a, b) in enumerate(zip(old_strips, strips)) if a != b))
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The styles once per repaint (each lookup walks the CSS), then each line is a crop of a cached Strip.
