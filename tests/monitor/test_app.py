@@ -469,8 +469,12 @@ async def test_command_palette_offers_ptmon_commands() -> None:
         assert feed.baseline_calls == 1
 
 
-async def test_live_exporters_over_http_fill_the_screen_and_a_dead_port_turns_red() -> None:
-    """The real path end to end: exporters served on loopback, LiveFeed scraping them, the app showing it."""
+async def test_live_exporters_over_http_fill_the_screen_while_a_dead_and_a_hanging_target_fail() -> None:
+    """The real path end to end: exporters served on loopback, LiveFeed scraping them, the app showing it.
+
+    One port refuses connections, one accepts and never answers (each scrape times out); the rest
+    keeps updating and the keyboard keeps answering.
+    """
     import socket
 
     from exporters.rollout import RolloutExporter
@@ -484,17 +488,21 @@ async def test_live_exporters_over_http_fill_the_screen_and_a_dead_port_turns_re
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         dead = sock.getsockname()[1]
-    with serve(trainer.registry) as t_srv, serve(rollout.registry) as r_srv:
-        settings = load_settings(urls=[t_srv.url, r_srv.url, f"127.0.0.1:{dead}"], interval_s=0.5)
+    with socket.socket() as hanging, serve(trainer.registry) as t_srv, serve(rollout.registry) as r_srv:
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen(8)  # the kernel completes the handshake; nobody ever reads the request
+        slow = hanging.getsockname()[1]
+        urls = [t_srv.url, r_srv.url, f"127.0.0.1:{dead}", f"127.0.0.1:{slow}"]
+        settings = load_settings(urls=urls, interval_s=0.5)
         app = PtmonApp(LiveFeed(settings), interval_s=0.5, window_s=60.0)
         async with app.run_test(size=WIDE) as pilot:
-            for step in range(200):
+            for step in range(300):
                 with trainer.step():
                     pass
                 rollout.record_rollout(env="math", tokens=100 + step, reward=0.5)
                 d = app.dashboard
-                if d is not None and d.targets_up == 2 and d.rollout_rate_per_s and any(
-                        t.up is False for t in d.targets):
+                if d is not None and d.targets_up == 2 and d.rollout_rate_per_s and sum(
+                        t.up is False for t in d.targets) == 2:
                     break
                 await pilot.pause(0.05)
             d = app.dashboard
@@ -502,11 +510,12 @@ async def test_live_exporters_over_http_fill_the_screen_and_a_dead_port_turns_re
             await pilot.pause()
             text = screen_text(app)
             assert "e2e-[b]run[/b]" in text  # the run name, literally
-            assert "targets 2/3" in text
-            down = [k for k in app.table("targets").visible_keys()
-                    if "DOWN" in app.table("targets").get_row(k)[2].plain]
-            assert down == [f"127.0.0.1:{dead}"]
-            await pilot.press("p")  # the keyboard still answers with a target refusing connections
+            assert "targets 2/4" in text
+            table = app.table("targets")
+            down = {k: table.get_row(k)[6].plain for k in table.visible_keys() if "DOWN" in table.get_row(k)[2].plain}
+            assert set(down) == {f"127.0.0.1:{dead}", f"127.0.0.1:{slow}"}
+            assert "timed out" in down[f"127.0.0.1:{slow}"]
+            await pilot.press("p")  # the keyboard answers while scrapes of the hanging target time out
             assert app.paused
 
 
