@@ -201,7 +201,7 @@ def _series(store: Store, target: str, names: Iterable[str]) -> list[Series]:
 
 
 class _Window:
-    """One build's view of ``(start, end]``: each series' points fetched once, however many numbers use them."""
+    """One build's view of ``(start, end]``: each series' span (or, where needed, points) read once per build."""
 
     __slots__ = ("start", "end", "_memo", "_spans", "_from")
 
