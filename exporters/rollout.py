@@ -8,6 +8,15 @@ the checks are ``type() is`` tests, and the policy-version gauge is only
 written when the version changes. prometheus_client's own value locks make
 the increments exact from any number of threads.
 
+The reward's sum travels in two monotonic counters split by sign
+(``posttrain_rollout_reward_positive_total``/``_negative_total``): with the
+default buckets reaching below zero prometheus_client exposes no ``_sum``
+(OpenMetrics: a sum that can fall is not a counter), and a bucket-midpoint
+estimate reads 50 % of exact 0/1 rewards as 0.35. Both children are created
+with the env's other children, so both series exist (at 0) from the first
+rollout and ``increase()`` sees every later reward; each reward adds to
+exactly one of them (0 goes to the positive one).
+
 Multiprocess pools (prometheus_client's multiprocess mode) work unchanged:
 the counters and histograms are aggregated across children by
 ``MultiProcessCollector``; the policy-version gauge uses ``livemin`` so the
@@ -33,6 +42,8 @@ from exporters.schema import (
     ROLLOUT_OUTCOMES,
     ROLLOUT_POLICY_VERSION,
     ROLLOUT_REWARD,
+    ROLLOUT_REWARD_NEGATIVE,
+    ROLLOUT_REWARD_POSITIVE,
     ROLLOUT_SECONDS,
     ROLLOUT_TOKENS,
     ROLLOUTS,
@@ -64,6 +75,8 @@ class RolloutExporter(BaseExporter):
         self._tokens = _build.counter(ROLLOUT_TOKENS, self.registry)
         self._seconds = _build.histogram(ROLLOUT_SECONDS, self.registry)
         self._reward = _build.histogram(ROLLOUT_REWARD, self.registry, buckets=reward_buckets)
+        self._reward_positive = _build.counter(ROLLOUT_REWARD_POSITIVE, self.registry)
+        self._reward_negative = _build.counter(ROLLOUT_REWARD_NEGATIVE, self.registry)
         self._version = _build.gauge(ROLLOUT_POLICY_VERSION, self.registry, multiprocess_mode="livemin")
         self._version_set = self._version.set
         self._last_version: object = None
@@ -80,7 +93,9 @@ class RolloutExporter(BaseExporter):
                 children = (_build.fast_inc(self._rollouts.labels(env=env, outcome=outcome)),
                             _build.fast_inc(self._tokens.labels(env=env)),
                             *_build.histogram_parts(self._seconds.labels(env=env)),
-                            *_build.histogram_parts(self._reward.labels(env=env)))
+                            *_build.histogram_parts(self._reward.labels(env=env)),
+                            _build.fast_inc(self._reward_positive.labels(env=env)),
+                            _build.fast_inc(self._reward_negative.labels(env=env)))
                 self._children[(env, outcome)] = children
             return children
 
@@ -100,7 +115,7 @@ class RolloutExporter(BaseExporter):
                     self._dropped("record_rollout", (env, outcome))
                     return
             (inc_rollouts, inc_tokens, seconds_sum, seconds_bounds, seconds_buckets,
-             reward_sum, reward_bounds, reward_buckets) = children
+             reward_sum, reward_bounds, reward_buckets, reward_positive, reward_negative) = children
             inc_rollouts(1)
             bad = False
             if type(tokens) is int and 0 <= tokens < MAX_INT:
@@ -126,6 +141,10 @@ class RolloutExporter(BaseExporter):
                 else:
                     reward_sum(checked)
                     reward_buckets[bisect_left(reward_bounds, checked)](1)
+                    if checked >= 0.0:
+                        reward_positive(checked)
+                    else:
+                        reward_negative(-checked)
             if policy_version is not None and policy_version != self._last_version:
                 if not self._set_version(policy_version):
                     bad = True

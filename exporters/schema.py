@@ -48,6 +48,8 @@ __all__ = [
     "ROLLOUT_TOKENS",
     "ROLLOUT_SECONDS",
     "ROLLOUT_REWARD",
+    "ROLLOUT_REWARD_POSITIVE",
+    "ROLLOUT_REWARD_NEGATIVE",
     "ROLLOUT_POLICY_VERSION",
     "EVAL_SCORE",
     "EVAL_POLICY_VERSION",
@@ -171,6 +173,15 @@ ROLLOUT_SECONDS = MetricSpec("posttrain_rollout_seconds", "histogram", "Wall tim
                              unit="seconds", labels=("env",), buckets=ROLLOUT_SECONDS_BUCKETS)
 ROLLOUT_REWARD = MetricSpec("posttrain_rollout_reward", "histogram", "Reward of one rollout.",
                             labels=("env",), buckets=DEFAULT_REWARD_BUCKETS)
+# The reward histogram's default buckets start below zero, so prometheus_client (following OpenMetrics:
+# a sum that can fall is not a counter) exposes no ``_sum`` for it. These two monotonic counters carry the
+# sum instead, split by sign as the Prometheus docs advise for negative observations: mean reward over a
+# window = (increase(positive) - increase(negative)) / increase(posttrain_rollout_reward_count), and
+# rate()/increase() and counter-reset handling work on each.
+ROLLOUT_REWARD_POSITIVE = MetricSpec("posttrain_rollout_reward_positive_total", "counter",
+                                     "Sum of the positive rewards of rollouts.", labels=("env",))
+ROLLOUT_REWARD_NEGATIVE = MetricSpec("posttrain_rollout_reward_negative_total", "counter",
+                                     "Sum of the magnitudes of the negative rewards.", labels=("env",))
 ROLLOUT_POLICY_VERSION = MetricSpec("posttrain_rollout_policy_version", "gauge",
                                     "Policy version this rollout worker samples with.")
 
@@ -196,7 +207,8 @@ CONTRACT: Final[tuple[MetricSpec, ...]] = (
     RUN_INFO, TRAINER_STEPS, TRAINER_STEP_SECONDS, TRAINER_TOKENS, TRAINER_LAST_STEP_TIMESTAMP,
     POLICY_VERSION, WEIGHT_SYNC_SECONDS, WEIGHT_SYNC_BYTES, WEIGHT_SYNC_FAILURES,
     LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE,
-    ROLLOUTS, ROLLOUT_TOKENS, ROLLOUT_SECONDS, ROLLOUT_REWARD, ROLLOUT_POLICY_VERSION,
+    ROLLOUTS, ROLLOUT_TOKENS, ROLLOUT_SECONDS, ROLLOUT_REWARD, ROLLOUT_REWARD_POSITIVE,
+    ROLLOUT_REWARD_NEGATIVE, ROLLOUT_POLICY_VERSION,
     EVAL_SCORE, EVAL_POLICY_VERSION, EVAL_SAMPLES,
     GPUS, GPU_SECONDS, GPU_HOUR_PRICE, EXPORTER_ERRORS,
 )

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from exporters import RolloutExporter, TrainerExporter, _build
 from exporters.schema import (
@@ -16,6 +21,8 @@ from exporters.schema import (
     ROLLOUT_OUTCOMES,
     ROLLOUT_POLICY_VERSION,
     ROLLOUT_REWARD,
+    ROLLOUT_REWARD_NEGATIVE,
+    ROLLOUT_REWARD_POSITIVE,
     ROLLOUT_SECONDS,
     ROLLOUT_TOKENS,
     ROLLOUTS,
@@ -146,6 +153,71 @@ def test_default_reward_buckets_come_from_the_contract() -> None:
     assert les == set(DEFAULT_REWARD_BUCKETS) | {math.inf}
 
 
+def test_reward_sums_are_exact_for_mixed_signs() -> None:
+    """Each reward adds to exactly one signed counter: positive (0 included) or negative (its magnitude)."""
+    rollout = make()
+    rewards = (1.0, -0.5, 0.25, 0.0, -1.0, 0.75, -0.0, 1, -2)  # ints take the checked path
+    for reward in rewards:
+        rollout.record_rollout(env="math", tokens=1, reward=reward)
+    reg = rollout.registry
+    assert value(reg, ROLLOUT_REWARD_POSITIVE, env="math") == 1.0 + 0.25 + 0.75 + 1 == 3.0
+    assert value(reg, ROLLOUT_REWARD_NEGATIVE, env="math") == 0.5 + 1.0 + 2 == 3.5
+    assert value(reg, ROLLOUT_REWARD, "_count", env="math") == len(rewards)
+    # The sum prometheus_client withholds (negative buckets) is exactly positive - negative.
+    assert value(reg, ROLLOUT_REWARD, "_sum", env="math") is None
+    assert value(reg, ROLLOUT_REWARD_POSITIVE, env="math") - value(reg, ROLLOUT_REWARD_NEGATIVE, env="math") == sum(
+        rewards)
+    assert errors(reg, "record_rollout") == 0
+
+
+def test_reward_counters_exist_from_an_envs_first_rollout_and_move_one_at_a_time() -> None:
+    # Both series at 0 before any reward, so increase() over a window sees the first reward of each sign.
+    rollout = make()
+    rollout.record_rollout(env="code", tokens=1)
+    reg = rollout.registry
+    assert (value(reg, ROLLOUT_REWARD_POSITIVE, env="code"), value(reg, ROLLOUT_REWARD_NEGATIVE, env="code")) == (0, 0)
+    rollout.record_rollout(env="code", tokens=1, reward=-0.5)
+    assert (value(reg, ROLLOUT_REWARD_POSITIVE, env="code"), value(reg, ROLLOUT_REWARD_NEGATIVE, env="code")) == (
+        0, 0.5)
+    rollout.record_rollout(env="code", tokens=1, reward=2.0, outcome="truncated")  # other outcome, same env counters
+    assert (value(reg, ROLLOUT_REWARD_POSITIVE, env="code"), value(reg, ROLLOUT_REWARD_NEGATIVE, env="code")) == (
+        2.0, 0.5)
+    for bad in (math.nan, math.inf, -math.inf, "1.0", True):  # dropped: neither counter moves
+        rollout.record_rollout(env="code", tokens=1, reward=bad)
+    assert (value(reg, ROLLOUT_REWARD_POSITIVE, env="code"), value(reg, ROLLOUT_REWARD_NEGATIVE, env="code")) == (
+        2.0, 0.5)
+    assert errors(reg, "record_rollout") == 5
+    assert value(reg, ROLLOUT_REWARD, "_count", env="code") == 2
+
+
+_POOL_CHILD = """
+import sys
+from exporters import RolloutExporter
+rollout = RolloutExporter(run="r1", model="m", algorithm="grpo", gpus=0, gpu_hour_price=3.0)
+index = int(sys.argv[1])
+for i in range(100):
+    rollout.record_rollout(env="math", tokens=1, reward=(1.0, -0.25, 0.0, 0.5)[(i + index) % 4])
+"""
+
+
+@pytest.mark.slow
+def test_reward_counters_aggregate_across_a_multiprocess_pool(tmp_path: Path) -> None:
+    """Real child processes in prometheus_client's multiprocess mode: the signed sums add up across them."""
+    directory = tmp_path / "multiproc"
+    directory.mkdir()
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(directory)}
+    repo = Path(__file__).resolve().parents[2]
+    procs = [subprocess.Popen([sys.executable, "-c", _POOL_CHILD, str(i)], cwd=repo, env=env) for i in range(3)]
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(directory))
+    # 3 children x 100 rollouts, each reward 25 times per child: positive 3 x 25 x 1.5, negative 3 x 25 x 0.25.
+    assert value(registry, ROLLOUT_REWARD_POSITIVE, env="math") == 112.5
+    assert value(registry, ROLLOUT_REWARD_NEGATIVE, env="math") == 18.75
+    assert value(registry, ROLLOUT_REWARD, "_count", env="math") == 300
+
+
 def test_internal_failure_is_counted_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
     rollout = make()
     rollout.record_rollout(env="math", tokens=1)
@@ -173,7 +245,11 @@ def test_trainer_and_rollout_can_share_one_registry() -> None:
 
 @pytest.mark.slow
 def test_sixteen_threads_give_exact_totals() -> None:
-    """16 threads x 50,000 record_rollout calls: every count, token, bucket and sum exact."""
+    """16 threads x 50,000 record_rollout calls: every count, token, bucket and sum exact.
+
+    Rewards of both signs (0.5 and -0.25, exact in binary) in each env, so the signed reward
+    counters are checked to the last bit too.
+    """
     rollout = make()
     threads, calls = 16, 50_000
     start = threading.Barrier(threads)
@@ -181,10 +257,11 @@ def test_sixteen_threads_give_exact_totals() -> None:
     def worker(index: int) -> None:
         env = "math" if index % 2 else "code"
         outcome = ROLLOUT_OUTCOMES[index % 4]
+        reward = 0.5 if index % 4 < 2 else -0.25  # per env: 4 threads of each
         record = rollout.record_rollout
         start.wait()
         for _ in range(calls):
-            record(env=env, tokens=3, reward=0.5, seconds=1.0, policy_version=index, outcome=outcome)
+            record(env=env, tokens=3, reward=reward, seconds=1.0, policy_version=index, outcome=outcome)
 
     pool = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
     for thread in pool:
@@ -197,8 +274,12 @@ def test_sixteen_threads_give_exact_totals() -> None:
         assert value(reg, ROLLOUT_TOKENS, env=env) == 3 * per_env
         assert value(reg, ROLLOUT_SECONDS, "_count", env=env) == per_env
         assert value(reg, ROLLOUT_SECONDS, "_sum", env=env) == per_env * 1.0
-        assert value(reg, ROLLOUT_REWARD, "_bucket", env=env, le="0.4") == 0
+        assert value(reg, ROLLOUT_REWARD, "_bucket", env=env, le="-0.5") == 0
+        assert value(reg, ROLLOUT_REWARD, "_bucket", env=env, le="0.0") == per_env // 2  # the -0.25s
+        assert value(reg, ROLLOUT_REWARD, "_bucket", env=env, le="0.4") == per_env // 2
         assert value(reg, ROLLOUT_REWARD, "_bucket", env=env, le="0.5") == per_env
+        assert value(reg, ROLLOUT_REWARD_POSITIVE, env=env) == 0.5 * (per_env // 2) == 100_000.0
+        assert value(reg, ROLLOUT_REWARD_NEGATIVE, env=env) == 0.25 * (per_env // 2) == 50_000.0
     outcomes = {o: value(reg, ROLLOUTS, env=e, outcome=o) or 0 for o in ROLLOUT_OUTCOMES for e in ("math",)}
     total = sum(value(reg, ROLLOUTS, env=e, outcome=o) or 0 for o in ROLLOUT_OUTCOMES for e in ("math", "code"))
     assert total == threads * calls
@@ -215,14 +296,18 @@ def test_inline_fast_path_matches_the_public_api(rollouts: list) -> None:
     reference = CollectorRegistry()
     counts, tokens = _build.counter(ROLLOUTS, reference), _build.counter(ROLLOUT_TOKENS, reference)
     seconds_h, reward_h = _build.histogram(ROLLOUT_SECONDS, reference), _build.histogram(ROLLOUT_REWARD, reference)
+    positive, negative = _build.counter(ROLLOUT_REWARD_POSITIVE, reference), _build.counter(ROLLOUT_REWARD_NEGATIVE,
+                                                                                           reference)
     for env, outcome, n, reward, seconds in rollouts:
         exporter.record_rollout(env=env, tokens=n, reward=reward, seconds=seconds, outcome=outcome)
         counts.labels(env=env, outcome=outcome).inc()
         tokens.labels(env=env).inc(n)
         seconds_h.labels(env=env).observe(seconds)
         reward_h.labels(env=env).observe(reward)
+        positive.labels(env=env).inc(max(reward, 0.0))  # both exist from the env's first rollout
+        negative.labels(env=env).inc(max(-reward, 0.0))
     names = {ROLLOUTS.name, ROLLOUT_TOKENS.name, ROLLOUT_SECONDS.bucket, ROLLOUT_SECONDS.sum, ROLLOUT_SECONDS.count,
-             ROLLOUT_REWARD.bucket, ROLLOUT_REWARD.count}
+             ROLLOUT_REWARD.bucket, ROLLOUT_REWARD.count, ROLLOUT_REWARD_POSITIVE.name, ROLLOUT_REWARD_NEGATIVE.name}
 
     def samples(registry: CollectorRegistry) -> list:
         return sorted((s.name, sorted(s.labels.items()), s.value) for f in registry.collect() for s in f.samples
