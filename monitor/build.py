@@ -89,6 +89,7 @@ ENGINE_RUNNING = _engine_names(schema.VLLM_REQUESTS_RUNNING, schema.SGLANG_RUNNI
 ENGINE_WAITING = _engine_names(schema.VLLM_REQUESTS_WAITING, schema.SGLANG_QUEUE_REQS)
 ENGINE_KV = _engine_names(schema.VLLM_KV_CACHE_USAGE, schema.VLLM_GPU_CACHE_USAGE, schema.SGLANG_TOKEN_USAGE)
 _WORKER_ROLES = (schema.ROLE_ROLLOUT, schema.ROLE_ENGINE)
+_REWARD_SIGNED = (schema.ROLLOUT_REWARD_POSITIVE, schema.ROLLOUT_REWARD_NEGATIVE)
 
 
 # --- evals, incrementally -------------------------------------------------------------------
@@ -313,25 +314,55 @@ def _histogram_pairs(store: Store, target: str, spec: MetricSpec) -> list[tuple[
             if (k := tuple(sorted(s.labels.items()))) in counts]
 
 
-def _mean_parts(store: Store, target: str, spec: MetricSpec, w: _Window) -> tuple[float, float]:
+def _labels_key(series: Series, *, drop: str = "") -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in series.labels.items() if k != drop))
+
+
+def _mean_parts(store: Store, target: str, spec: MetricSpec, w: _Window, *,
+                signed: tuple[MetricSpec, MetricSpec] | None = None) -> tuple[float, float]:
     """(Σ Δsum, Σ Δcount) of a histogram over the window, per label set; 0, 0 when nothing was observed.
 
-    Δsum/Δcount where the histogram has ``_sum``; where it has not (prometheus_client
-    omits it when a bucket bound is negative, as the reward's default buckets are),
-    the sum is estimated from the buckets' increases (``histogram_sum_estimate``).
+    Best source first, per label set (env):
+
+    1. ``signed`` = (positive, negative) sum counters, as the exporters expose the reward's sum:
+       Δpositive − Δnegative. Both are monotonic, so each one's own drops are its restarts (Prometheus's
+       rule, as ``increase()`` in a user's PromQL reads them); exact.
+    2. ``_sum``: Δsum, restarts read off ``_count`` (a sum may legitimately fall); exact.
+    3. Neither (a third-party exporter with negative buckets: prometheus_client then omits ``_sum``): an
+       estimate from the buckets' increases (``histogram_sum_estimate``), off by up to half a bucket
+       width per observation.
+
+    Raw increases (Δ) rather than PromQL's extrapolated ones: the series of one scrape share their
+    times, so the ratio is the plain mean of what was observed in the window, exact for exact inputs.
     """
     total = count = 0.0
-    exact: set[tuple[tuple[str, str], ...]] = set()
+    covered: set[tuple[tuple[str, str], ...]] = set()
+    if signed is not None:
+        positive = {_labels_key(s): s for s in _series(store, target, _names(signed[0]))}
+        negative = {_labels_key(s): s for s in _series(store, target, _names(signed[1]))}
+        for co in store.series(target, spec.count):  # store order: a deterministic float sum
+            key = _labels_key(co)
+            pos, neg = positive.get(key), negative.get(key)
+            if pos is None or neg is None:
+                continue
+            covered.add(key)
+            dp, dn, dc = w.raw_increase(pos), w.raw_increase(neg), w.raw_increase(co)
+            if dp is not None and dn is not None and dc is not None:
+                total += dp - dn
+                count += dc
     for su, co in _histogram_pairs(store, target, spec):
-        exact.add(tuple(sorted(su.labels.items())))
+        key = _labels_key(su)
+        if key in covered:
+            continue
+        covered.add(key)
         s, c = w.increase_ratio(su, co)
         total += s
         count += c
     groups: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
     for s in store.series(target, spec.bucket):
-        key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
+        key = _labels_key(s, drop="le")
         le = parse_le(s.labels.get("le", ""))
-        if key in exact or le is None:
+        if key in covered or le is None:
             continue
         inc = w.raw_increase(s)
         if inc is not None:
@@ -577,7 +608,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
             values = [v for s in store.series(n, schema.ROLLOUT_POLICY_VERSION.name)
                       if (v := w.last(s)) is not None]
             version = min(values) if values else None
-        reward_sum, reward_n = _mean_parts(store, n, schema.ROLLOUT_REWARD, w)
+        reward_sum, reward_n = _mean_parts(store, n, schema.ROLLOUT_REWARD, w, signed=_REWARD_SIGNED)
         rows.append(dict(name=n, role=t.role or schema.ROLE_ROLLOUT, up=t.health.up,
                          rollouts_per_s=_finite(w.rate_sum(n, by_target_rollouts[n])),
                          tokens_per_s=_finite(tokens), policy_version=version,

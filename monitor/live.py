@@ -39,8 +39,9 @@ class LiveFeed:
                  transport: httpx.AsyncBaseTransport | None = None, store: Store | None = None) -> None:
         self._settings = settings
         self._clock = clock
-        # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 100 bytes a
-        # point; at faster intervals the longest window shows what fits, and rates use the span held.
+        # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 19 bytes a
+        # point (two float64 columns plus slack: notes/store-perf.md); at faster intervals the longest
+        # window shows what fits, and rates use the span held.
         self.store = store if store is not None else Store(max_series=settings.max_series)
         # Either source fills the same store with the same samples; nothing below here can tell which.
         self._scraper: Source

@@ -504,7 +504,7 @@ def test_any_store_builds_a_dashboard_of_finite_numbers(scrapes, window_s) -> No
         assert all(math.isfinite(v) for _, v in series)
 
 
-# --- mean reward without _sum ------------------------------------------------------------------
+# --- mean reward: signed sum counters, else _sum, else the buckets ------------------------------
 
 
 def reward_buckets_only(t: float) -> list[Sample]:
@@ -555,11 +555,90 @@ def test_mean_reward_uses_sum_where_it_exists_and_estimates_the_rest() -> None:
     assert d.workers[0].mean_reward == pytest.approx((1.5 - 0.65) / 5)
 
 
+def reward_samples(env: str, rewards: tuple[float, ...], k: float, *, signed: bool = True, with_sum: bool = False,
+                   positive: str = schema.ROLLOUT_REWARD_POSITIVE.name,
+                   negative: str = schema.ROLLOUT_REWARD_NEGATIVE.name) -> list[Sample]:
+    """What a worker exposes after ``k`` scrape intervals of ``rewards`` each: buckets and _count always,
+    the signed sum counters (as the exporters do) and/or _sum (as a non-negative-bucket or multiprocess
+    exporter does) when asked."""
+    out = [S(schema.ROLLOUT_REWARD.bucket, k * sum(1 for r in rewards if r <= le), env=env, le=_le(le))
+           for le in schema.DEFAULT_REWARD_BUCKETS]
+    out.append(S(schema.ROLLOUT_REWARD.bucket, k * len(rewards), env=env, le="+Inf"))
+    out.append(S(schema.ROLLOUT_REWARD.count, k * len(rewards), env=env))
+    if signed:
+        out.append(S(positive, k * sum(r for r in rewards if r >= 0), env=env))
+        out.append(S(negative, k * sum(-r for r in rewards if r < 0), env=env))
+    if with_sum:
+        out.append(S(schema.ROLLOUT_REWARD.sum, k * sum(rewards), env=env))
+    return out
+
+
+@pytest.mark.parametrize("spelling", ["_total", "plain"])
+def test_mean_reward_from_the_signed_counters_across_a_worker_restart(spelling: str) -> None:
+    # Until t=1150 (k = 8 at 1010 .. 22 at 1150, the counters older than the monitor) each 10 s brings
+    # rewards 1.0 and 0.0. The worker restarts; its first scrape after (t=1160) holds one interval of the
+    # new rewards 0.5 and -1.0, which go on until 1300 (j = 1 .. 15).
+    # Window (1000, 1300]: positive 22 - 8 = 14, drop to 0.5 (a restart: + 0.5), 7.5 - 0.5 = 7 -> 21.5;
+    # negative 0 .. 0, then 1 .. 15 (a rise, no restart needed) -> 15; count 44 - 16 = 28, drop to 2
+    # (+ 2), 30 - 2 = 28 -> 58. Mean (21.5 - 15) / 58: the true mean of the 58 rewards observed,
+    # 14 x 1.0 + 15 x (0.5 - 1.0) = 6.5. (The bucket estimate would read 0.95/-0.25 and 0.45/-1.0.)
+    names = ({} if spelling == "_total" else
+             dict(positive=schema.ROLLOUT_REWARD_POSITIVE.name.removesuffix("_total"),
+                  negative=schema.ROLLOUT_REWARD_NEGATIVE.name.removesuffix("_total")))
+
+    def before(t: float) -> list[Sample]:
+        k = (t - T0) / DT + 7
+        return [S(schema.ROLLOUTS.name, 2 * k, env="math", outcome="ok"),
+                *reward_samples("math", (1.0, 0.0), k, **names)]
+
+    def after(t: float) -> list[Sample]:
+        j = (t - 1160.0) / DT + 1
+        return [S(schema.ROLLOUTS.name, 2 * j, env="math", outcome="ok"),
+                *reward_samples("math", (0.5, -1.0), j, **names)]
+
+    store = fill(Store(), {"w": before}, end=1150.0)
+    fill(store, {"w": after}, start=1160.0)
+    d = build_dashboard(store, up("w"), Settings(), now=NOW, window_s=WINDOW)
+    assert d.workers[0].mean_reward == pytest.approx(6.5 / 58)
+    # A window after the restart only, (1160, 1300]: 13 intervals of (0.5, -1.0) -> exactly -0.25.
+    d = build_dashboard(store, up("w"), Settings(), now=NOW, window_s=140.0)
+    assert d.workers[0].mean_reward == -0.25
+
+
+def test_mean_reward_per_env_from_the_best_source_each_has() -> None:
+    # Per 10 s: math has the signed counters (rewards 1.0, 0.0: sum 1 over 2), code has _sum (-0.5, 0.25:
+    # sum -0.25 over 2), game has buckets only (0.35, estimated at its bucket's midpoint 0.35). All expose
+    # buckets; math's and code's would be estimated at 0.95 - 0.25 and -0.75 + 0.25, so the answer tells
+    # which source each env was read from: (1 - 0.25 + 0.35) / 5 = 0.22.
+    def gen(t: float) -> list[Sample]:
+        k = (t - T0) / DT + 3
+        return [S(schema.ROLLOUTS.name, 5 * k, env="math", outcome="ok"),
+                *reward_samples("math", (1.0, 0.0), k),
+                *reward_samples("code", (-0.5, 0.25), k, signed=False, with_sum=True),
+                *reward_samples("game", (0.35,), k, signed=False)]
+
+    d = build_dashboard(fill(Store(), {"w": gen}), up("w"), Settings(), now=NOW, window_s=WINDOW)
+    assert d.workers[0].mean_reward == pytest.approx(0.22)
+
+
+def test_mean_reward_with_only_one_signed_counter_falls_back() -> None:
+    # A worker with a positive counter but no negative one (not what the exporters expose: both exist from
+    # an env's first rollout) is not read as "no negative rewards": its _sum is used instead.
+    def gen(t: float) -> list[Sample]:
+        k = (t - T0) / DT + 1
+        out = reward_samples("math", (1.0, -0.5), k, with_sum=True)
+        return [S(schema.ROLLOUTS.name, 2 * k, env="math", outcome="ok"),
+                *(x for x in out if x.name != schema.ROLLOUT_REWARD_NEGATIVE.name)]
+
+    d = build_dashboard(fill(Store(), {"w": gen}), up("w"), Settings(), now=NOW, window_s=WINDOW)
+    assert d.workers[0].mean_reward == 0.25
+
+
 async def test_mean_reward_of_the_real_rollout_exporter_over_http() -> None:
-    # The real RolloutExporter (default buckets from -1: no _sum on /metrics) served on loopback and
-    # scraped by the LiveFeed. Each 10 s: rewards 1.0, 0.0, 0.35 (math) and -1.0 (code): estimated at
-    # 0.95, -0.25, 0.35 and -1 -> mean 0.0125 (the true mean is 0.0875: the estimate is off by at most
-    # half a bucket per observation, and says so in derive.histogram_sum_estimate).
+    # The real RolloutExporter (default buckets from -1: no _sum on /metrics, but the signed reward
+    # counters) served on loopback and scraped by the LiveFeed. Each 10 s: rewards 1.0, 0.0, 0.35 (math)
+    # and -1.0 (code): the true mean (1 + 0 + 0.35 - 1) / 4 = 0.0875. (The bucket estimate this replaced
+    # read 0.95, -0.25, 0.35 and -1: 0.0125.)
     from exporters.rollout import RolloutExporter
     from exporters.serve import serve
     from monitor.live import LiveFeed
@@ -594,4 +673,4 @@ async def test_mean_reward_of_the_real_rollout_exporter_over_http() -> None:
         server.close()
     (row,) = d.workers
     assert row.rollouts_per_s == pytest.approx(0.4)
-    assert row.mean_reward == pytest.approx(0.0125)
+    assert row.mean_reward == pytest.approx(0.0875)

@@ -13,10 +13,11 @@ import httpx
 import pytest
 
 from exporters.evals import EvalExporter
+from exporters.schema import ROLLOUT_REWARD
 from exporters.rollout import RolloutExporter
 from exporters.serve import serve
 from exporters.trainer import TrainerExporter
-from monitor.derive import histogram_quantile
+from monitor.derive import histogram_quantile, histogram_sum_estimate, parse_le
 from monitor.feed import Feed
 from monitor.live import LiveFeed
 from monitor.settings import Settings, Target
@@ -112,10 +113,10 @@ async def test_round_trip_over_real_http_gives_the_recorded_numbers(loop_of_expo
     assert rows["w1"].rollouts_per_s == pytest.approx(2.0)
     assert rows["w2"].rollouts_per_s == pytest.approx(1.0)
     # prometheus_client exposes no _sum for a histogram with negative buckets (the reward's default
-    # buckets start at -1), so the mean reward is estimated at bucket midpoints: 0.5 lies in (0.4, 0.5],
-    # -0.5 in (-1, -0.5].
-    assert rows["w1"].mean_reward == pytest.approx(0.45)
-    assert rows["w2"].mean_reward == pytest.approx(-0.75)
+    # buckets start at -1); the exporters' signed reward-sum counters give the exact mean (the bucket
+    # estimate used before read 0.45 and -0.75, the midpoints of (0.4, 0.5] and (-1, -0.5]).
+    assert rows["w1"].mean_reward == 0.5
+    assert rows["w2"].mean_reward == -0.5
     assert d.rollout_error_rate_per_s == 0.0
     assert d.rollout_rate_median_10m == pytest.approx(3.0)
 
@@ -185,6 +186,32 @@ async def test_baseline_now_and_alert_since_across_dashboards(loop_of_exporters)
     assert second.ipd_points_per_kilodollar == pytest.approx(0.06 / (43.0 * 260 / 3600 - spend_at_baseline) * 1000)
     down = [a for a in second.alerts if a.name == "target_down"]
     assert down and down[0].since == first.now  # still the time it was first seen
+
+
+async def test_binary_rewards_at_half_success_read_exactly_half() -> None:
+    """Exact 0/1 rewards, alternating: the mean reward is 0.5, not the bucket estimate's 0.35."""
+    clock = Clock(T0)
+    worker = RolloutExporter(run="r", model="m", algorithm="grpo", gpus=1, gpu_hour_price=2.0, clock=clock)
+    server = serve(worker.registry)
+    feed = LiveFeed(Settings(targets=(Target(name="w", url=server.url),), interval_s=10.0, timeout_s=2.0),
+                    clock=clock)
+    try:
+        for i in range(11):
+            clock.t = T0 + 10 * i
+            for k in range(10):
+                worker.record_rollout(env="math", tokens=100, reward=float(k % 2), outcome="ok")
+            await feed.collect_once()
+        d = await feed.dashboard(window_s=100.0)
+    finally:
+        await feed.aclose()
+        server.close()
+    (row,) = d.workers
+    assert row.mean_reward == 0.5
+    # What the monitor estimated from the same scraped buckets before the exporters had the signed
+    # counters: 0 lies in (-0.5, 0] (read at -0.25), 1 in (0.9, 1] (read at 0.95).
+    buckets = [(parse_le(s.labels["le"]), s.last()[1]) for s in feed.store.series("w", ROLLOUT_REWARD.bucket)]
+    total, count = histogram_sum_estimate(buckets)
+    assert count == 110 and total / count == pytest.approx(0.35)
 
 
 async def test_mock_transport_failure_marks_only_that_target() -> None:
