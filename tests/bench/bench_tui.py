@@ -1,6 +1,6 @@
 """The whole TUI's CPU cost against 8 live exporters, next to the same data loop with no UI.
 
-Run: ``/work/venv/bin/python -m tests.bench.bench_tui [--seconds 60] [--warmup 10] [--interval 1]``
+Run: ``/work/venv/bin/python -m tests.bench.bench_tui [--seconds 60] [--warmup 10] [--interval 1] [--size 160x48]``
 
 A child process serves 8 real exporters on loopback (one TrainerExporter,
 six RolloutExporters, one EvalExporter, each on its own port via
@@ -8,7 +8,7 @@ six RolloutExporters, one EvalExporter, each on its own port via
 moving counters and histograms. This process then measures, one after the
 other and on the same targets:
 
-1. the app: ``PtmonApp`` (headless, 160x48) on a ``LiveFeed``: scraping,
+1. the app: ``PtmonApp`` (headless, ``--size``, default 160x48) on a ``LiveFeed``: scraping,
    parsing, building Dashboards, alerts and drawing every widget;
 2. the data loop alone: the same ``LiveFeed`` scraping at the same interval
    and one ``dashboard()`` per interval, no Textual.
@@ -93,14 +93,15 @@ async def _measure(run_for, warmup_s: float, seconds: float) -> tuple[float, flo
     return time.process_time() - cpu0, time.monotonic() - wall0
 
 
-async def bench_app(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float) -> dict:
+async def bench_app(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,
+                    size: tuple[int, int] = (160, 48)) -> dict:
     from monitor.app import PtmonApp
     from monitor.live import LiveFeed
 
     settings = _settings(urls, interval_s)
     app = PtmonApp(LiveFeed(settings), interval_s=settings.interval_s, window_s=settings.window_s,
                    thresholds=settings.thresholds)
-    async with app.run_test(size=(160, 48)):
+    async with app.run_test(size=size):
         cpu, wall = await _measure(None, warmup_s, seconds)
         d = app.dashboard
         up = 0 if d is None else d.targets_up
@@ -108,7 +109,8 @@ async def bench_app(urls: list[str], *, interval_s: float, warmup_s: float, seco
     return dict(cpu=cpu, wall=wall, polls=polls, up=up, rate=None if d is None else d.rollout_rate_per_s)
 
 
-async def bench_loop(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float) -> dict:
+async def bench_loop(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,
+                     size: tuple[int, int] = (0, 0)) -> dict:
     from monitor.live import LiveFeed
 
     settings = _settings(urls, interval_s)
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="measured seconds per phase (default 60)")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before measuring (default 10)")
     parser.add_argument("--interval", type=float, default=1.0, help="scrape and refresh interval (default 1)")
+    parser.add_argument("--size", default="160x48", help="terminal size of the headless app (default 160x48)")
     parser.add_argument("--serve-exporters", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_exporters:
@@ -152,12 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         assert child.stdout is not None
         urls = json.loads(child.stdout.readline())
+        width, height = (int(n) for n in args.size.lower().split("x"))
         print(f"bench_tui: {len(urls)} exporters on loopback, interval {args.interval:g}s, "
-              f"warm-up {args.warmup:g}s, {args.seconds:g}s measured per phase")
+              f"warm-up {args.warmup:g}s, {args.seconds:g}s measured per phase, app at {width}x{height}")
         results = {}
         for name, bench in (("app", bench_app), ("no UI", bench_loop)):
             results[name] = asyncio.run(bench(urls, interval_s=args.interval, warmup_s=args.warmup,
-                                              seconds=args.seconds))
+                                              seconds=args.seconds, size=(width, height)))
     finally:
         if child.stdin:
             child.stdin.close()
