@@ -16,6 +16,7 @@ from monitor.dashboard import Alert, Dashboard, Level
 from monitor.settings import Thresholds
 from monitor.widgets.format import (
     DASH,
+    against_limits,
     fmt_bytes_rate,
     fmt_duration,
     fmt_money,
@@ -122,16 +123,6 @@ def trend_arrow(rate: float | None, median: float | None) -> Text:
     return Text(" ▶", style="dim")
 
 
-def _against(value: float | None, warn: float, critical: float) -> Text:
-    text = Text(fmt_num(value))
-    if value is not None:
-        if value >= critical:
-            text.stylize("bold red")
-        elif value >= warn:
-            text.stylize("yellow")
-    return text
-
-
 def _ago(seconds: float | None) -> str:
     return DASH if seconds is None else f"{fmt_duration(seconds)} ago"
 
@@ -169,11 +160,11 @@ def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
             ("failures", failures),
         ]
     if card == "staleness":
-        worst = _against(d.staleness_max, thresholds.staleness_warn, thresholds.staleness_critical)
+        worst = against_limits(d.staleness_max, thresholds.staleness_warn, thresholds.staleness_critical)
         worst.append(f" / {fmt_num(thresholds.staleness_warn)}", style="dim")
         return [
             ("max", worst),
-            ("mean", _against(d.staleness_mean, thresholds.staleness_warn, thresholds.staleness_critical)),
+            ("mean", against_limits(d.staleness_mean, thresholds.staleness_warn, thresholds.staleness_critical)),
             ("warn/crit", f"{fmt_num(thresholds.staleness_warn)}/{fmt_num(thresholds.staleness_critical)}"),
             ("policy", DASH if d.policy_version is None else f"v{d.policy_version:.0f}"),
         ]

@@ -27,6 +27,7 @@ __all__ = [
     "fmt_bytes_rate",
     "fmt_window",
     "fmt_score",
+    "against_limits",
 ]
 
 DASH = "—"
@@ -147,3 +148,14 @@ def fmt_score(x: float | None) -> str:
         return DASH
     assert x is not None
     return f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"
+
+
+def against_limits(value: float | None, warn: float, critical: float) -> Text:
+    """A number coloured like the alert rules judge it: yellow above ``warn``, red above ``critical``."""
+    text = Text(fmt_num(value))
+    if value is not None:
+        if value > critical:
+            text.stylize("bold red")
+        elif value > warn:
+            text.stylize("yellow")
+    return text

@@ -27,7 +27,7 @@ from textual.strip import Strip
 
 from monitor.dashboard import Alert, TargetHealth, WorkerRow
 from monitor.settings import Thresholds
-from monitor.widgets.format import DASH, fmt_duration, fmt_num, fmt_rate, fmt_seconds, lit
+from monitor.widgets.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, lit
 
 __all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable"]
 
@@ -356,13 +356,7 @@ class WorkersTable(SortFilterTable[WorkerRow]):
         super().__init__(id=id)
 
     def _staleness(self, w: WorkerRow, _now: float) -> Text:
-        text = Text(fmt_num(w.staleness))
-        if w.staleness is not None:
-            if w.staleness >= self.thresholds.staleness_critical:
-                text.stylize("bold red")
-            elif w.staleness >= self.thresholds.staleness_warn:
-                text.stylize("yellow")
-        return text
+        return against_limits(w.staleness, self.thresholds.staleness_warn, self.thresholds.staleness_critical)
 
     def row_key(self, row: WorkerRow) -> str:
         return row.name

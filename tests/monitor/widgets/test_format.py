@@ -55,3 +55,12 @@ def test_lit_keeps_markup_as_text_and_makes_controls_visible() -> None:
     assert text.plain == r"[bold red]x[/]\x1b]0;t\x07"
     assert text.spans == []
     assert lit(None).plain == DASH
+
+
+def test_against_limits_colours_like_the_alert_rules_strictly_above() -> None:
+    from monitor.widgets.format import against_limits
+
+    assert against_limits(2.0, 2.0, 4.0).spans == []  # at the limit: no alert fires, no colour
+    assert "yellow" in str(against_limits(3.0, 2.0, 4.0).spans[0].style)
+    assert "red" in str(against_limits(5.0, 2.0, 4.0).spans[0].style)
+    assert against_limits(None, 2.0, 4.0).plain == DASH
