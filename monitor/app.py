@@ -47,7 +47,7 @@ from monitor.widgets import (
     card_level,
     card_rows,
 )
-from monitor.widgets.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
+from monitor.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
 
 __all__ = ["PtmonApp", "run_watch", "INTERVALS_S", "PANELS", "COMPACT_BELOW"]
 

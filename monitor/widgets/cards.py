@@ -14,7 +14,7 @@ from rich.text import Text
 
 from monitor.dashboard import Alert, Dashboard, Level
 from monitor.settings import Thresholds
-from monitor.widgets.format import (
+from monitor.format import (
     DASH,
     against_limits,
     fmt_bytes_rate,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from monitor.widgets.format import fmt_num
+from monitor.format import fmt_num
 from monitor.widgets.lines import LineWidget
 
 __all__ = ["ChartData", "plot", "Chart"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from monitor.dashboard import Dashboard
-from monitor.widgets.format import fmt_duration, fmt_money, fmt_window, lit
+from monitor.format import fmt_duration, fmt_money, fmt_window, lit
 from monitor.widgets.lines import LineWidget
 
 __all__ = ["HeaderState", "StatusHeader", "header_text"]

@@ -27,7 +27,7 @@ from textual.strip import Strip
 
 from monitor.dashboard import Alert, TargetHealth, WorkerRow
 from monitor.settings import Thresholds
-from monitor.widgets.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, lit
+from monitor.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, lit
 
 __all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable"]
 

@@ -4,7 +4,7 @@ from monitor.alerts import RULES
 from monitor.dashboard import Alert, Dashboard
 from monitor.settings import Thresholds
 from monitor.widgets.cards import CARDS, card_for_alert, card_level, card_rows, trend_arrow
-from monitor.widgets.format import DASH
+from monitor.format import DASH
 
 
 def test_every_alert_rule_but_target_down_lands_on_a_card() -> None:

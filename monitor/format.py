@@ -1,5 +1,10 @@
 """Numbers and scraped strings as short, honest screen text.
 
+Shared by the live screen (``monitor.widgets``, ``monitor.app``) and the
+``ptmon snapshot`` table, so both print a number the same way; it lives
+outside ``monitor.widgets`` and needs only Rich, so the snapshot command (and
+anything below the TUI) can use it without importing Textual.
+
 Every value on a Dashboard may be ``None`` (not known yet); the screen shows
 an em dash for it rather than a zero that would look like a measurement.
 Scraped strings go through :func:`lit`, which returns a ``rich.text.Text``

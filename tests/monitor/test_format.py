@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from monitor.widgets.format import (
+from monitor.format import (
     DASH,
     fmt_bytes_rate,
     fmt_duration,
@@ -58,9 +58,19 @@ def test_lit_keeps_markup_as_text_and_makes_controls_visible() -> None:
 
 
 def test_against_limits_colours_like_the_alert_rules_strictly_above() -> None:
-    from monitor.widgets.format import against_limits
+    from monitor.format import against_limits
 
     assert against_limits(2.0, 2.0, 4.0).spans == []  # at the limit: no alert fires, no colour
     assert "yellow" in str(against_limits(3.0, 2.0, 4.0).spans[0].style)
     assert "red" in str(against_limits(5.0, 2.0, 4.0).spans[0].style)
     assert against_limits(None, 2.0, 4.0).plain == DASH
+
+
+def test_importing_it_does_not_import_textual() -> None:
+    """``ptmon snapshot`` uses these formatters and must not pay for (or need) Textual."""
+    import subprocess
+    import sys
+
+    code = "import sys, monitor.format, monitor.snapshot; print(sorted(m for m in sys.modules if m.startswith('textual')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
