@@ -28,13 +28,12 @@ from rich.text import Text
 
 from monitor.config import ConfigError, load_settings
 from monitor.dashboard import Dashboard
+from monitor.format import DASH, fmt_bytes_rate, fmt_duration, fmt_money, fmt_num, fmt_score, fmt_seconds, lit
 from monitor.live import LiveFeed
 from monitor.settings import Settings
 from monitor.text import safe
 
 __all__ = ["run_snapshot", "collect", "to_json", "render"]
-
-DASH = "—"
 
 
 async def collect(settings: Settings, *, over: float, feed: LiveFeed | None = None) -> Dashboard:
@@ -75,81 +74,76 @@ def to_json(d: Dashboard) -> dict[str, Any]:
 
 
 # --- table ----------------------------------------------------------------------------------
+# Numbers go through monitor.format, the live screen's formatters: the same value reads the same in
+# `ptmon watch` and `ptmon snapshot` (3 significant figures with k/M suffixes, ms below a second,
+# cents below $100), and None/NaN/Inf print as a dash.
 
 
-def _num(x: float | None, fmt: str = "{:.3g}", unit: str = "") -> str:
-    if x is None or not math.isfinite(x):
-        return DASH
-    return fmt.format(x) + unit
+def _unit(text: str, unit: str) -> str:
+    return text if text == DASH else f"{text}{unit}"
 
 
-def _money(x: float | None) -> str:
-    return _num(x, "${:,.2f}")
-
-
-def _lit(s: object) -> Text:
-    """A scraped string, literally: a Text is never parsed as markup, and safe() escapes controls."""
-    return Text(DASH if s is None else safe(str(s)))
+def _pair(a: str, b: str) -> str:
+    return f"{a} / {b}"
 
 
 _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str]], ...]], ...] = (
     ("Rollouts", (
-        ("rollouts/s", lambda d: _num(d.rollout_rate_per_s)),
-        ("rollout tokens/s", lambda d: _num(d.rollout_tokens_per_s, "{:,.0f}")),
-        ("rollouts/s, 10-min median", lambda d: _num(d.rollout_rate_median_10m)),
-        ("errors/s", lambda d: _num(d.rollout_error_rate_per_s)),
-        ("engine tokens/s", lambda d: _num(d.engine_tokens_per_s, "{:,.0f}")),
-        ("engine running / queued", lambda d: f"{_num(d.engine_requests_running)} / {_num(d.engine_queue_depth)}"),
-        ("KV cache", lambda d: _num(None if d.engine_kv_cache_usage is None else d.engine_kv_cache_usage * 100,
-                                    "{:.0f}", "%")),
+        ("rollouts/s", lambda d: fmt_num(d.rollout_rate_per_s)),
+        ("rollout tokens/s", lambda d: fmt_num(d.rollout_tokens_per_s)),
+        ("rollouts/s, 10-min median", lambda d: fmt_num(d.rollout_rate_median_10m)),
+        ("errors/s", lambda d: fmt_num(d.rollout_error_rate_per_s)),
+        ("engine tokens/s", lambda d: fmt_num(d.engine_tokens_per_s)),
+        ("engine running / queued", lambda d: _pair(fmt_num(d.engine_requests_running),
+                                                    fmt_num(d.engine_queue_depth))),
+        ("KV cache", lambda d: _unit(fmt_num(None if d.engine_kv_cache_usage is None
+                                             else d.engine_kv_cache_usage * 100), "%")),
     )),
     ("Weight sync", (
-        ("p50 / p90 / p99", lambda d: " / ".join(_num(x, "{:.3g}", " s") for x in
+        ("p50 / p90 / p99", lambda d: " / ".join(fmt_seconds(x) for x in
                                                   (d.weight_sync_p50_s, d.weight_sync_p90_s, d.weight_sync_p99_s))),
-        ("last / max", lambda d: f"{_num(d.weight_sync_last_s, '{:.3g}', ' s')} / "
-                                 f"{_num(d.weight_sync_max_s, '{:.3g}', ' s')}"),
-        ("syncs in window", lambda d: _num(d.weight_sync_count, "{:.0f}")),
-        ("bytes/s", lambda d: _num(d.weight_sync_bytes_per_s, "{:,.0f}")),
-        ("failures in window", lambda d: _num(d.weight_sync_failures, "{:.0f}")),
-        ("policy version", lambda d: _num(d.policy_version, "{:.0f}")),
-        ("staleness max / mean", lambda d: f"{_num(d.staleness_max)} / {_num(d.staleness_mean)}"),
+        ("last / max", lambda d: _pair(fmt_seconds(d.weight_sync_last_s), fmt_seconds(d.weight_sync_max_s))),
+        ("syncs in window", lambda d: fmt_num(d.weight_sync_count)),
+        ("bytes/s", lambda d: fmt_bytes_rate(d.weight_sync_bytes_per_s)),
+        ("failures in window", lambda d: fmt_num(d.weight_sync_failures)),
+        ("policy version", lambda d: fmt_num(d.policy_version)),
+        ("staleness max / mean", lambda d: _pair(fmt_num(d.staleness_max), fmt_num(d.staleness_mean))),
     )),
     ("Trainer", (
-        ("steps/s", lambda d: _num(d.steps_per_s)),
-        ("step time mean / median", lambda d: f"{_num(d.step_seconds, '{:.3g}', ' s')} / "
-                                              f"{_num(d.step_seconds_median, '{:.3g}', ' s')}"),
-        ("since last step", lambda d: _num(d.seconds_since_last_step, "{:.0f}", " s")),
-        ("tokens/s", lambda d: _num(d.trainer_tokens_per_s, "{:,.0f}")),
-        ("loss", lambda d: _num(d.loss, "{:.4g}")),
+        ("steps/s", lambda d: fmt_num(d.steps_per_s)),
+        ("step time mean / median", lambda d: _pair(fmt_seconds(d.step_seconds), fmt_seconds(d.step_seconds_median))),
+        ("since last step", lambda d: fmt_duration(d.seconds_since_last_step)),
+        ("tokens/s", lambda d: fmt_num(d.trainer_tokens_per_s)),
+        ("loss", lambda d: fmt_num(d.loss)),
     )),
     ("GPUs", (
-        ("utilisation (mean)", lambda d: _num(d.gpu_util_percent, "{:.0f}", "%")),
-        ("power (total)", lambda d: _num(d.gpu_power_watts, "{:,.0f}", " W")),
+        ("utilisation (mean)", lambda d: _unit(fmt_num(d.gpu_util_percent), "%")),
+        ("power (total)", lambda d: _unit(fmt_num(d.gpu_power_watts), " W")),
     )),
     ("Cost", (
-        ("spend", lambda d: _money(d.spend_dollars)),
-        ("by role", lambda d: ", ".join(f"{r} {_money(v)}" for r, v in d.spend_by_role) or DASH),
-        ("burn", lambda d: _num(d.burn_dollars_per_hour, "${:,.2f}", "/h")),
-        ("per 1M rollout tokens", lambda d: _money(d.dollars_per_million_rollout_tokens)),
+        ("spend", lambda d: fmt_money(d.spend_dollars)),
+        ("by role", lambda d: ", ".join(f"{r} {fmt_money(v)}" for r, v in d.spend_by_role) or DASH),
+        ("burn", lambda d: _unit(fmt_money(d.burn_dollars_per_hour), "/h")),
+        ("per 1M rollout tokens", lambda d: fmt_money(d.dollars_per_million_rollout_tokens)),
     )),
     ("Intelligence per dollar", (
-        ("score (latest) / baseline", lambda d: f"{_num(d.score, '{:.4g}')} / {_num(d.baseline_score, '{:.4g}')}"),
+        ("score (latest) / baseline", lambda d: _pair(fmt_score(d.score), fmt_score(d.baseline_score))),
         ("evals seen", lambda d: str(len(d.eval_curve))),
-        ("points per $1k (cumulative)", lambda d: _num(d.ipd_points_per_kilodollar, "{:.4g}")),
-        ("points per $1k (marginal)", lambda d: _num(d.marginal_ipd_points_per_kilodollar, "{:.4g}")),
-        ("$ per next point", lambda d: _money(d.dollars_per_next_point)),
+        ("points per $1k (cumulative)", lambda d: fmt_num(d.ipd_points_per_kilodollar)),
+        ("points per $1k (marginal)", lambda d: fmt_num(d.marginal_ipd_points_per_kilodollar)),
+        ("$ per next point", lambda d: fmt_money(d.dollars_per_next_point)),
     )),
 )
 
 
 def render(d: Dashboard, console: Console) -> None:
-    """The Dashboard as Rich tables; scraped strings go through ``_lit``."""
+    """The Dashboard as Rich tables; scraped strings go through ``lit``, numbers through ``monitor.format``."""
     title = Text("ptmon snapshot  ")
-    title.append(_lit(d.run or "unknown run"))
+    title.append(lit(d.run or "unknown run"))
     for part in (d.model, d.algorithm):
         if part:
             title.append("  ")
-            title.append(_lit(part))
+            title.append(lit(part))
     title.append(f"  window {d.window_s:.0f} s  targets up {d.targets_up}/{len(d.targets)}  level {d.level}")
     console.print(title)
 
@@ -159,7 +153,7 @@ def render(d: Dashboard, console: Console) -> None:
     for section, rows in _SECTIONS:
         numbers.add_row(Text(section, style="underline"), "")
         if section == "Intelligence per dollar":
-            numbers.add_row("benchmark", _lit(d.benchmark))
+            numbers.add_row("benchmark", lit(d.benchmark))
         for label, value in rows:
             numbers.add_row(label, value(d))
     console.print(numbers)
@@ -169,7 +163,7 @@ def render(d: Dashboard, console: Console) -> None:
         targets.add_column(col, overflow="fold")
     for t in d.targets:
         up = DASH if t.up is None else ("up" if t.up else "DOWN")
-        targets.add_row(_lit(t.name), _lit(t.url), _lit(t.role), up, str(t.series), _lit(t.error))
+        targets.add_row(lit(t.name), lit(t.url), lit(t.role), up, str(t.series), lit(t.error))
     console.print(targets)
 
     if d.workers:
@@ -177,15 +171,15 @@ def render(d: Dashboard, console: Console) -> None:
         for col in ("name", "role", "status", "rollouts/s", "tokens/s", "policy", "staleness"):
             workers.add_column(col, overflow="fold")
         for w in d.workers:
-            workers.add_row(_lit(w.name), _lit(w.role), w.status, _num(w.rollouts_per_s),
-                            _num(w.tokens_per_s, "{:,.0f}"), _num(w.policy_version, "{:.0f}"), _num(w.staleness))
+            workers.add_row(lit(w.name), lit(w.role), w.status, fmt_num(w.rollouts_per_s),
+                            fmt_num(w.tokens_per_s), fmt_num(w.policy_version), fmt_num(w.staleness))
         console.print(workers)
 
     alerts = Table(title="Alerts")
     for col in ("level", "alert", "message"):
         alerts.add_column(col, overflow="fold")
     for a in d.alerts:
-        alerts.add_row(a.level, a.name, _lit(a.message))
+        alerts.add_row(a.level, a.name, lit(a.message))
     if not d.alerts:
         alerts.add_row("ok", DASH, "no alerts")
     console.print(alerts)

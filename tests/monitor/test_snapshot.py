@@ -144,3 +144,38 @@ def test_json_has_nulls_for_unknowns_and_no_nan() -> None:
     text = json.dumps(doc, allow_nan=False)
     assert json.loads(text)["targets"][0]["name"] == HOSTILE  # JSON keeps the exact string
     assert not math.isnan(doc["now"])
+
+
+def test_table_numbers_read_as_on_the_live_screen() -> None:
+    """The table formats through monitor.format: same text as the TUI's cards, a dash for unknowns."""
+    d = Dashboard(
+        now=1000.0, window_s=60.0, interval_s=1.0,
+        rollout_rate_per_s=42.37, rollout_tokens_per_s=18_240.0, engine_kv_cache_usage=0.5,
+        weight_sync_p50_s=0.25, weight_sync_p90_s=2.791, weight_sync_p99_s=45.2, weight_sync_count=3.0,
+        weight_sync_bytes_per_s=6.33e9, policy_version=12.0, staleness_max=2.0, staleness_mean=1.5,
+        seconds_since_last_step=192.0, loss=0.123456, gpu_util_percent=87.0,
+        spend_dollars=1234.5, spend_by_role=(("trainer", 12.345),), burn_dollars_per_hour=98.2,
+        score=0.6667, baseline_score=0.5,
+    )
+    buf = io.StringIO()
+    render(d, Console(file=buf, width=200))
+    rows = {line.split("  ")[0].strip(): line.split("  ")[-1].strip()
+            for line in buf.getvalue().splitlines() if "  " in line}
+    assert rows["rollouts/s"] == "42.4"
+    assert rows["rollout tokens/s"] == "18.2k"
+    assert rows["KV cache"] == "50%"
+    assert rows["p50 / p90 / p99"] == "250ms / 2.79s / 45.2s"
+    assert rows["syncs in window"] == "3"
+    assert rows["bytes/s"] == "6.33 GB/s"
+    assert rows["staleness max / mean"] == "2 / 1.50"
+    assert rows["since last step"] == "3m12s"
+    assert rows["loss"] == "0.12"  # as the trainer card shows it
+    assert rows["utilisation (mean)"] == "87%"
+    assert rows["spend"] == "$1,234"
+    assert rows["by role"] == "trainer $12.35"
+    assert rows["burn"] == "$98.20/h"
+    assert rows["score (latest) / baseline"] == "0.667 / 0.500"
+    # Unknown: a dash, never 0 and never "—%" or "— W".
+    for label in ("errors/s", "power (total)", "per 1M rollout tokens", "points per $1k (cumulative)"):
+        assert rows[label] == "—", label
+    assert rows["last / max"] == "— / —"
