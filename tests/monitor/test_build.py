@@ -640,37 +640,14 @@ async def test_mean_reward_of_the_real_rollout_exporter_over_http() -> None:
     # and -1.0 (code): the true mean (1 + 0 + 0.35 - 1) / 4 = 0.0875. (The bucket estimate this replaced
     # read 0.95, -0.25, 0.35 and -1: 0.0125.)
     from exporters.rollout import RolloutExporter
-    from exporters.serve import serve
-    from monitor.live import LiveFeed
+    from tests.monitor.helpers import scrape_one_worker
 
-    class Clock:
-        t = T0
-
-        def __call__(self) -> float:
-            return self.t
-
-    clock = Clock()
-    exporter = RolloutExporter(run="r", model="m", algorithm="grpo", gpus=1, gpu_hour_price=1.0, clock=clock)
-    server = serve(exporter.registry)
-    feed = LiveFeed(Settings(targets=(Target(name="w", url=server.url),), interval_s=10.0, timeout_s=2.0),
-                    clock=clock)
-
-    def round_of_rollouts() -> None:
+    def round_of_rollouts(exporter: RolloutExporter) -> None:
         for reward in (1.0, 0.0, 0.35):
             exporter.record_rollout(env="math", tokens=10, reward=reward)
         exporter.record_rollout(env="code", tokens=10, reward=-1.0)
 
-    try:
-        round_of_rollouts()
-        await feed.collect_once()
-        for i in range(1, 11):
-            clock.t = T0 + 10 * i
-            round_of_rollouts()
-            await feed.collect_once()
-        d = await feed.dashboard(window_s=100.0)
-    finally:
-        await feed.aclose()
-        server.close()
+    d, _ = await scrape_one_worker(round_of_rollouts, rounds=11, step_s=10.0, window_s=100.0)
     (row,) = d.workers
     assert row.rollouts_per_s == pytest.approx(0.4)
     assert row.mean_reward == pytest.approx(0.0875)

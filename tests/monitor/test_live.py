@@ -21,17 +21,9 @@ from monitor.derive import histogram_quantile, histogram_sum_estimate, parse_le
 from monitor.feed import Feed
 from monitor.live import LiveFeed
 from monitor.settings import Settings, Target
+from tests.monitor.helpers import T0, Clock, scrape_one_worker
 
-T0 = 1000.0
 SYNC_DURATIONS = (0.5, 1.0, 1.5, 1.8, 2.0)  # one sync every 6 rounds, at rounds 6, 12, .., 30
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def closed_port() -> int:
@@ -190,21 +182,11 @@ async def test_baseline_now_and_alert_since_across_dashboards(loop_of_exporters)
 
 async def test_binary_rewards_at_half_success_read_exactly_half() -> None:
     """Exact 0/1 rewards, alternating: the mean reward is 0.5, not the bucket estimate's 0.35."""
-    clock = Clock(T0)
-    worker = RolloutExporter(run="r", model="m", algorithm="grpo", gpus=1, gpu_hour_price=2.0, clock=clock)
-    server = serve(worker.registry)
-    feed = LiveFeed(Settings(targets=(Target(name="w", url=server.url),), interval_s=10.0, timeout_s=2.0),
-                    clock=clock)
-    try:
-        for i in range(11):
-            clock.t = T0 + 10 * i
-            for k in range(10):
-                worker.record_rollout(env="math", tokens=100, reward=float(k % 2), outcome="ok")
-            await feed.collect_once()
-        d = await feed.dashboard(window_s=100.0)
-    finally:
-        await feed.aclose()
-        server.close()
+    def ten_rollouts(worker: RolloutExporter) -> None:
+        for k in range(10):
+            worker.record_rollout(env="math", tokens=100, reward=float(k % 2), outcome="ok")
+
+    d, feed = await scrape_one_worker(ten_rollouts, rounds=11, step_s=10.0, window_s=100.0, gpu_hour_price=2.0)
     (row,) = d.workers
     assert row.mean_reward == 0.5
     # What the monitor estimated from the same scraped buckets before the exporters had the signed
