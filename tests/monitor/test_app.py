@@ -393,45 +393,41 @@ async def test_keys_are_handled_while_a_poll_is_in_flight_and_polls_never_overla
         assert feed.max_active == 1
 
 
+async def shown_then_recovered(feed: FakeFeed, *, shown: str, gone: str) -> None:
+    """The app polls ``feed`` while it misbehaves (``shown`` on screen), then once it is well again
+    (``feed.bad = False``): ``gone`` has left the screen and the dashboard is back."""
+    app = PtmonApp(feed, clock=feed.clock)
+    async with app.run_test(size=WIDE) as pilot:
+        await poll(pilot)
+        assert shown in screen_text(app)
+        feed.bad = False  # type: ignore[attr-defined]
+        await poll(pilot)
+        text = screen_text(app)
+        assert gone not in text and "targets 8/8" in text
+
+
 async def test_a_feed_error_is_shown_and_the_next_poll_recovers() -> None:
     class FlakyFeed(FakeFeed):
-        fail = True
+        bad = True
 
         async def dashboard(self, *, window_s: float) -> Dashboard:
-            if self.fail:
+            if self.bad:
                 raise RuntimeError("store exploded [bold]")
             return await super().dashboard(window_s=window_s)
 
-    clock = FakeClock()
-    feed = FlakyFeed(clock=clock)
-    app = PtmonApp(feed, clock=clock)
-    async with app.run_test(size=WIDE) as pilot:
-        await poll(pilot)
-        assert "feed error: RuntimeError: store exploded [bold]" in screen_text(app)
-        feed.fail = False
-        await poll(pilot)
-        text = screen_text(app)
-        assert "feed error" not in text and "targets 8/8" in text
+    await shown_then_recovered(FlakyFeed(clock=FakeClock()),
+                               shown="feed error: RuntimeError: store exploded [bold]", gone="feed error")
 
 
 async def test_a_dashboard_the_widgets_choke_on_is_reported_and_polling_goes_on() -> None:
     class OddFeed(FakeFeed):
-        odd = True
+        bad = True
 
         async def dashboard(self, *, window_s: float) -> Dashboard:
             d = await super().dashboard(window_s=window_s)
-            return replace(d, workers=(object(),)) if self.odd else d  # type: ignore[arg-type]
+            return replace(d, workers=(object(),)) if self.bad else d  # type: ignore[arg-type]
 
-    clock = FakeClock()
-    feed = OddFeed(clock=clock)
-    app = PtmonApp(feed, clock=clock)
-    async with app.run_test(size=WIDE) as pilot:
-        await poll(pilot)
-        assert "display: AttributeError" in screen_text(app)
-        feed.odd = False
-        await poll(pilot)
-        text = screen_text(app)
-        assert "display:" not in text and "targets 8/8" in text
+    await shown_then_recovered(OddFeed(clock=FakeClock()), shown="display: AttributeError", gone="display:")
 
 
 async def test_resizing_switches_between_compact_and_wide_layouts() -> None:
