@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from demo.pipe import PipeClosed, PipeTimeout, read_until
 from demo.proc import CRASH_EXIT_CODE, HOST, child_argv
 from demo.rollout import worker_name
 from demo.scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
@@ -129,18 +129,12 @@ def _read_announcement(popen: subprocess.Popen[bytes], deadline: float) -> dict[
     import json
 
     assert popen.stdout is not None
-    fd = popen.stdout.fileno()
-    buf = b""
-    while b"\n" not in buf:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise FleetError("timed out waiting for it to report its port")
-        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
-        if ready:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                raise FleetError(f"exited with status {popen.wait()} before reporting its port")
-            buf += chunk
+    try:
+        buf = read_until(popen.stdout.fileno(), b"\n", deadline=deadline)
+    except PipeTimeout:
+        raise FleetError("timed out waiting for it to report its port") from None
+    except PipeClosed:
+        raise FleetError(f"exited with status {popen.wait()} before reporting its port") from None
     popen.stdout.close()
     try:
         data = json.loads(buf.split(b"\n", 1)[0])

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from demo import pipe
 
 __all__ = ["children_of", "alive", "wait_gone", "start_headless", "read_until", "URL_RE"]
 
@@ -67,20 +68,12 @@ def wait_gone(pids: list[int], timeout_s: float) -> list[int]:
 def read_until(proc: subprocess.Popen[bytes], marker: bytes, timeout_s: float) -> bytes:
     """Read ``proc``'s stdout until ``marker`` appears (or fail with what was read)."""
     assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    buf = b""
-    deadline = time.monotonic() + timeout_s
-    while marker not in buf:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise AssertionError(f"no {marker!r} after {timeout_s} s; got {buf.decode(errors='replace')!r}")
-        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
-        if ready:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise AssertionError(f"exited ({proc.wait()}) before {marker!r}; got {buf!r}")
-            buf += chunk
-    return buf
+    try:
+        return pipe.read_until(proc.stdout.fileno(), marker, deadline=time.monotonic() + timeout_s)
+    except pipe.PipeTimeout as exc:
+        raise AssertionError(f"no {marker!r} after {timeout_s} s; got {exc.data.decode(errors='replace')!r}") from None
+    except pipe.PipeClosed as exc:
+        raise AssertionError(f"exited ({proc.wait()}) before {marker!r}; got {exc.data!r}") from None
 
 
 def start_headless(*extra: str, speed: float = 300.0, workers: int = 2) -> tuple[subprocess.Popen[bytes], str]:
