@@ -1,12 +1,17 @@
-"""Small helpers shared by the exporter tests: a hand-driven clock and sample lookups."""
+"""Small helpers shared by the exporter tests: a hand-driven clock, a test's exporter, sample lookups."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
 
 from exporters.schema import EXPORTER_ERRORS, MetricSpec
 
-__all__ = ["FakeClock", "value", "errors"]
+__all__ = ["FakeClock", "exporter", "value", "errors"]
+
+E = TypeVar("E")
 
 
 class FakeClock:
@@ -20,6 +25,14 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+def exporter(cls: Callable[..., E], **overrides: object) -> E:
+    """``cls`` as the tests know it (run r1, qwen3-8b, grpo, 1 GPU at $3/h, a FakeClock), ``overrides`` applied."""
+    options: dict[str, object] = dict(run="r1", model="qwen3-8b", algorithm="grpo", gpus=1, gpu_hour_price=3.0,
+                                      clock=FakeClock())
+    options.update(overrides)
+    return cls(**options)
 
 
 def value(registry: CollectorRegistry, spec: MetricSpec, suffix: str = "", **labels: str) -> float | None:

@@ -13,13 +13,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporters import EvalExporter
 from exporters.schema import EVAL_POLICY_VERSION, EVAL_SAMPLES, EVAL_SCORE, GPU_SECONDS, RUN_INFO
-from tests.exporters.helpers import FakeClock, errors, value
+from tests.exporters.helpers import FakeClock, errors, exporter, value
 
 
 def make(**kwargs: object) -> EvalExporter:
-    options = dict(run="r1", model="qwen3-8b", algorithm="grpo", gpus=1, gpu_hour_price=3.0, clock=FakeClock())
-    options.update(kwargs)
-    return EvalExporter(**options)  # type: ignore[arg-type]
+    return exporter(EvalExporter, **kwargs)
 
 
 def test_record_eval_sets_score_version_and_samples() -> None:

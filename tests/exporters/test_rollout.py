@@ -28,13 +28,11 @@ from exporters.schema import (
     ROLLOUTS,
     RUN_INFO,
 )
-from tests.exporters.helpers import FakeClock, errors, value
+from tests.exporters.helpers import errors, exporter, value
 
 
 def make(**kwargs: object) -> RolloutExporter:
-    options = dict(run="r1", model="qwen3-8b", algorithm="grpo", gpus=2, gpu_hour_price=3.0, clock=FakeClock())
-    options.update(kwargs)
-    return RolloutExporter(**options)  # type: ignore[arg-type]
+    return exporter(RolloutExporter, **{"gpus": 2, **kwargs})
 
 
 def test_record_rollout_all_values() -> None:
