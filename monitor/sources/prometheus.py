@@ -38,9 +38,7 @@ import asyncio
 import json
 import math
 import os
-import ssl
 import time
-import zlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -52,15 +50,8 @@ from exporters import schema
 from monitor.dashboard import TargetHealth
 from monitor.parse import Labels, Sample
 from monitor.settings import Settings, Target
-from monitor.sources.scrape import (  # the scraper's HTTP error wording, shared so both read alike
-    _BearerTokenFile,
-    _connect_message,
-    _format_size,
-    _ScrapeError,
-    _short,
-    backoff_delay,
-    effective_timeout,
-)
+from monitor.sources._http import BearerTokenFile, FetchError, connect_message, make_client, read_capped, short
+from monitor.sources.scrape import backoff_delay, effective_timeout
 from monitor.store import Store
 
 __all__ = [
@@ -78,7 +69,6 @@ _BACKFILL_MIN_TIMEOUT_S = 10.0  # the window's history is a bigger query than on
 _GONE_MIN_S = 30.0  # no `up` for max(this, 3 scrape spacings) behind the others: no longer scraped
 _THREAD_DECODE_BYTES = 256 * 1024
 _ERROR_BODY_BYTES = 64 * 1024  # an error answer's body is read this far, for the API's reason
-_USER_AGENT = "ptmon"
 
 _UP = "up"
 _SCRAPE_DURATION = "scrape_duration_seconds"
@@ -111,18 +101,18 @@ def parse_matrix(body: bytes) -> list[dict[str, Any]]:
         doc = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
         start = body[:40].decode("utf-8", "replace")
-        raise _ScrapeError(f"not a Prometheus API answer ({type(exc).__name__}; body starts {start!r})") from None
+        raise FetchError(f"not a Prometheus API answer ({type(exc).__name__}; body starts {start!r})") from None
     if not isinstance(doc, dict):
-        raise _ScrapeError("not a Prometheus API answer (JSON but not an object)")
+        raise FetchError("not a Prometheus API answer (JSON but not an object)")
     if doc.get("status") != "success":
         error_type, error = doc.get("errorType"), doc.get("error")
         if error_type or error:
-            raise _ScrapeError(f"query failed: {error_type or 'error'}: {error or ''}".rstrip(": "))
-        raise _ScrapeError("not a Prometheus API answer (no status)")
+            raise FetchError(f"query failed: {error_type or 'error'}: {error or ''}".rstrip(": "))
+        raise FetchError("not a Prometheus API answer (no status)")
     data = doc.get("data")
     if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
         got = data.get("resultType") if isinstance(data, dict) else type(data).__name__
-        raise _ScrapeError(f"expected a matrix from the query, got {got!r}")
+        raise FetchError(f"expected a matrix from the query, got {got!r}")
     return data["result"]
 
 
@@ -189,19 +179,12 @@ class PrometheusSource:
         self._selector = series_selector()
         self._auth: httpx.Auth | None = None
         if server.bearer_token_file:
-            self._auth = _BearerTokenFile(server.bearer_token_file)
+            self._auth = BearerTokenFile(server.bearer_token_file)
         elif server.basic_auth:
             self._auth = httpx.BasicAuth(*server.basic_auth)
-        self._client: httpx.AsyncClient | str
-        try:
-            verify: Any = False
-            if server.verify_tls:
-                verify = ssl.create_default_context(cafile=server.ca_file) if server.ca_file else True
-            # trust_env=False: no proxy variables or .netrc credentials, as for direct scrapes.
-            self._client = httpx.AsyncClient(transport=transport, verify=verify, trust_env=False,
-                                             follow_redirects=False, headers={"User-Agent": _USER_AGENT})
-        except (OSError, ssl.SSLError) as exc:  # a bad CA file: every poll says so
-            self._client = _short(f"ca_file {server.ca_file}: {getattr(exc, 'strerror', None) or exc}")
+        # A bad CA file: the client is its reason, and every poll says so.
+        self._client: httpx.AsyncClient | str = make_client(verify_tls=server.verify_tls, ca_file=server.ca_file,
+                                                            transport=transport)
         self._remotes: dict[_Key, _Remote] = {}
         self._names: set[str] = set()
         self._jobs: set[str] = set()  # jobs with at least one series ptmon reads
@@ -302,7 +285,7 @@ class PrometheusSource:
             try:
                 await self._poll_locked()
             except Exception as exc:  # a bug here must not end the polling loop
-                self._fail(_short(f"internal error: {type(exc).__name__}: {exc}"), None)
+                self._fail(short(f"internal error: {type(exc).__name__}: {exc}"), None)
 
     async def _poll_locked(self) -> None:
         loop = asyncio.get_running_loop()
@@ -316,14 +299,14 @@ class PrometheusSource:
         try:
             try:
                 series = await self._query(lookback, backfill=backfilling)
-            except _ScrapeError as exc:
+            except FetchError as exc:
                 if not backfilling or not str(exc).startswith("body exceeds"):
                     raise
                 # The window's history is too big for the cap: go on without it rather than not at all.
                 self._backfill = False
                 series = await self._query(self._interval + self._overlap, backfill=False)
-        except _ScrapeError as exc:
-            self._fail(_short(f"Prometheus {self._server.name}: {exc}"), time.perf_counter() - t0)
+        except FetchError as exc:
+            self._fail(short(f"Prometheus {self._server.name}: {exc}"), time.perf_counter() - t0)
             return
         self._ingest(series)
         self._last_poll = began
@@ -341,7 +324,7 @@ class PrometheusSource:
     async def _query(self, lookback_s: float, *, backfill: bool) -> list[dict[str, Any]]:
         client = self._client
         if isinstance(client, str):
-            raise _ScrapeError(client)
+            raise FetchError(client)
         timeout = effective_timeout(self._interval, self._timeout)
         if backfill:
             timeout = max(timeout, _BACKFILL_MIN_TIMEOUT_S)
@@ -356,18 +339,18 @@ class PrometheusSource:
                         status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
                         if response.is_redirect:  # a login page or a wrong prefix: say where it points
                             location = response.headers.get("location", "")
-                            raise _ScrapeError(f"{status} (redirect to {location[:80]}: is the URL the API's base?)")
-                        detail = _api_error(await _read_capped(response, _ERROR_BODY_BYTES))
-                        raise _ScrapeError(f"{status} ({detail})" if detail else status)
-                    body = await _read_capped(response, self._max_body)
+                            raise FetchError(f"{status} (redirect to {location[:80]}: is the URL the API's base?)")
+                        detail = _api_error(await read_capped(response, _ERROR_BODY_BYTES))
+                        raise FetchError(f"{status} ({detail})" if detail else status)
+                    body = await read_capped(response, self._max_body)
                 finally:
                     await response.aclose()
         except (TimeoutError, httpx.TimeoutException):
-            raise _ScrapeError(f"timed out after {timeout:g} s") from None
+            raise FetchError(f"timed out after {timeout:g} s") from None
         except httpx.ConnectError as exc:
-            raise _ScrapeError(_connect_message(exc)) from None
+            raise FetchError(connect_message(exc)) from None
         except httpx.HTTPError as exc:
-            raise _ScrapeError(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
+            raise FetchError(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
         if len(body) > _THREAD_DECODE_BYTES:  # a big answer must not freeze the TUI's loop
             return await asyncio.to_thread(parse_matrix, body)
         return parse_matrix(body)
@@ -476,7 +459,7 @@ class PrometheusSource:
                     remote.last_success = ts
                     remote.error = None
                 else:
-                    remote.error = _short(f"down according to Prometheus ({where})")
+                    remote.error = short(f"down according to Prometheus ({where})")
                     remote.samples = 0
             elif name == _SCRAPE_DURATION and math.isfinite(value):
                 remote.scrape_seconds = value
@@ -489,7 +472,7 @@ class PrometheusSource:
             behind = newest_up - remote.last_up_ts
             if behind > max(_GONE_MIN_S, 3 * remote.up_spacing):
                 remote.up = False
-                remote.error = _short(f"not scraped by Prometheus for {behind:.0f} s ({where})")
+                remote.error = short(f"not scraped by Prometheus for {behind:.0f} s ({where})")
         if remote.up and remote.dropped_series:
             # As the scraper does (and Prometheus over sample_limit): down, so the alert fires; what fit is kept.
             remote.up = False
@@ -518,38 +501,3 @@ def _points(values: list[Any]) -> list[tuple[float, float]]:
         except (TypeError, ValueError):
             continue
     return out
-
-
-async def _read_capped(response: httpx.Response, limit: int) -> bytes:
-    """The body, inflated, refusing more than ``limit`` bytes (a gzip bomb costs at most the cap).
-
-    Same rules as the scraper's: a declared Content-Length over the cap is refused
-    before reading, and gzip is inflated here with ``max_length``.
-    """
-    too_big = f"body exceeds {_format_size(limit)}"
-    if response.is_stream_consumed:  # a transport that already read the body (httpx.MockTransport)
-        if len(response.content) > limit:
-            raise _ScrapeError(too_big)
-        return response.content
-    encoding = response.headers.get("content-encoding", "").strip().lower()
-    inflater = None
-    if encoding in ("gzip", "x-gzip"):
-        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    elif encoding not in ("", "identity"):
-        raise _ScrapeError(f"unsupported Content-Encoding {encoding!r}")
-    length = response.headers.get("content-length", "")
-    if inflater is None and length.isdigit() and int(length) > limit:
-        raise _ScrapeError(too_big)
-    buf = bytearray()
-    async for chunk in response.aiter_raw():
-        if inflater is not None:
-            try:
-                chunk = inflater.decompress(chunk, limit + 1 - len(buf))
-            except zlib.error as exc:
-                raise _ScrapeError(f"invalid gzip body: {exc}") from None
-        buf += chunk
-        if len(buf) > limit:
-            raise _ScrapeError(too_big)
-    if inflater is not None and not inflater.eof:
-        raise _ScrapeError("truncated gzip body")
-    return bytes(buf)

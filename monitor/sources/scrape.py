@@ -12,22 +12,18 @@ memory without bound.
 from __future__ import annotations
 
 import asyncio
-import errno
-import os
-import socket
-import ssl
 import time
-import zlib
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+
 import httpx
 
 from monitor import parse as _parse
 from monitor.dashboard import TargetHealth
 from monitor.parse import ExpositionParser, Sample
 from monitor.settings import Settings, Target
+from monitor.sources._http import BearerTokenFile, FetchError, connect_message, make_client, read_capped, short
 from monitor.store import Store
-from monitor.text import safe
 
 __all__ = ["Scraper", "backoff_delay", "effective_timeout", "MAX_BACKOFF_S", "DEFAULT_MAX_BODY_BYTES"]
 
@@ -37,8 +33,6 @@ _MIN_TIMEOUT_S = 0.25
 # Bodies above this are decoded and parsed in a worker thread: a multi-MiB
 # exposition must not freeze the event loop the TUI draws from.
 _THREAD_PARSE_BYTES = 256 * 1024
-_ERROR_MAX_CHARS = 200
-_USER_AGENT = "ptmon"
 _MAX_REDIRECTS = 5
 _LINES_PER_SERIES_CAP = 10  # default line limit per scrape: this many times the store's series cap
 
@@ -71,98 +65,6 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port
 
 
-class _ScrapeError(Exception):
-    """A target-level failure whose message is already short and human."""
-
-
-def _format_size(n: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            value = n / size
-            return f"{value:g} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} bytes"
-
-
-def _short(text: str) -> str:
-    """One line, no control characters, bounded length: fit for a table cell."""
-    text = safe(text)
-    if len(text) > _ERROR_MAX_CHARS:
-        text = text[: _ERROR_MAX_CHARS - 1] + "…"
-    return text
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    chain: list[BaseException] = []
-    seen: BaseException | None = exc
-    while seen is not None and len(chain) < 10:
-        chain.append(seen)
-        seen = seen.__cause__ or seen.__context__
-    return chain
-
-
-def _connect_message(exc: Exception) -> str:
-    """Why a connection failed, in a few words, from the root cause httpx wraps."""
-    for cause in _causes(exc):
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            detail = f": {cause.verify_message}" if cause.verify_message else ""
-            return f"TLS certificate verify failed{detail}"
-        if isinstance(cause, ssl.SSLError):
-            return f"TLS: {cause.reason or cause}"
-        if isinstance(cause, socket.gaierror):
-            return "cannot resolve host"
-        if isinstance(cause, OSError) and cause.errno in _ERRNO_MESSAGES:
-            return _ERRNO_MESSAGES[cause.errno]
-    text = str(exc)
-    low = text.lower()
-    if "refused" in low:
-        return "connection refused"
-    if "name or service not known" in low or "name resolution" in low:
-        return "cannot resolve host"
-    return f"cannot connect: {text}" if text else "cannot connect"
-
-
-_ERRNO_MESSAGES = {
-    errno.ECONNREFUSED: "connection refused",
-    errno.ECONNRESET: "connection reset",
-    errno.EHOSTUNREACH: "host unreachable",
-    errno.ENETUNREACH: "network unreachable",
-    errno.ETIMEDOUT: "connect timed out",
-}
-
-
-class _BearerTokenFile(httpx.Auth):
-    """``Authorization: Bearer`` from a file, re-read when the file changes.
-
-    Token files are rotated in place (Kubernetes projected tokens); checking
-    the file's stat on each scrape picks up a new token without a restart at
-    the cost of one ``stat`` call.
-    """
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._stamp: tuple[int, int, int] | None = None
-        self._token = ""
-
-    def token(self) -> str:
-        try:
-            st = os.stat(self._path)
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-            if stamp != self._stamp:
-                with open(self._path, encoding="utf-8") as f:
-                    token = f.read().strip()
-                self._token, self._stamp = token, stamp
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise _ScrapeError(f"bearer token file {self._path}: {reason}") from None
-        if not self._token:
-            raise _ScrapeError(f"bearer token file {self._path} is empty")
-        return self._token
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = f"Bearer {self.token()}"
-        yield request
-
-
 @dataclass(slots=True)
 class _TargetState:
     target: Target
@@ -185,7 +87,7 @@ def _decode_and_parse(parser: ExpositionParser, body: bytes, openmetrics: bool) 
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = body.count(b"\n", 0, exc.start) + 1
-        raise _ScrapeError(f"line {line}: invalid UTF-8 (byte 0x{body[exc.start]:02x})") from None
+        raise FetchError(f"line {line}: invalid UTF-8 (byte 0x{body[exc.start]:02x})") from None
     return parser.parse(text, openmetrics=openmetrics)
 
 
@@ -243,7 +145,7 @@ class Scraper:
                 raise ValueError(f"target {t.name}: bearer_token_file and basic_auth are exclusive")
             auth: httpx.Auth | None = None
             if t.bearer_token_file:
-                auth = _BearerTokenFile(t.bearer_token_file)
+                auth = BearerTokenFile(t.bearer_token_file)
             elif t.basic_auth:
                 auth = httpx.BasicAuth(*t.basic_auth)
             parser = ExpositionParser(max_label_value_length=max_label_value_length, max_lines=max_lines)
@@ -252,21 +154,8 @@ class Scraper:
         self._clients: dict[tuple[bool, str | None], httpx.AsyncClient | str] = {}
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=max(20, len(targets)))
         for key in dict.fromkeys(s.tls_key for s in self._states):
-            verify_tls, ca_file = key
-            try:
-                verify: ssl.SSLContext | bool = False
-                if verify_tls:
-                    verify = ssl.create_default_context(cafile=ca_file) if ca_file else True
-            except (OSError, ssl.SSLError) as exc:
-                # A bad CA file fails only the targets that use it, on every scrape.
-                self._clients[key] = _short(f"ca_file {ca_file}: {getattr(exc, 'strerror', None) or exc}")
-                continue
-            # trust_env=False: no proxy variables or .netrc credentials sneak into
-            # scrapes; what is scraped and how is exactly what the config says.
-            self._clients[key] = httpx.AsyncClient(
-                transport=transport, verify=verify, trust_env=False, follow_redirects=False,
-                limits=limits, headers={"User-Agent": _USER_AGENT},
-            )
+            # A bad CA file fails only the targets that use it, on every scrape (the client is its reason).
+            self._clients[key] = make_client(verify_tls=key[0], ca_file=key[1], transport=transport, limits=limits)
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
 
@@ -362,7 +251,7 @@ class Scraper:
             try:
                 await self._scrape_locked(st)
             except Exception as exc:  # a bug here must not kill the target's loop
-                self._record_failure(st, _short(f"internal error: {type(exc).__name__}: {exc}"), None)
+                self._record_failure(st, short(f"internal error: {type(exc).__name__}: {exc}"), None)
 
     async def _scrape_locked(self, st: _TargetState) -> None:
         async with self._sem:
@@ -370,8 +259,8 @@ class Scraper:
             t0 = time.perf_counter()
             try:
                 body, content_type = await self._fetch(st)
-            except _ScrapeError as exc:
-                self._record_failure(st, _short(str(exc)), time.perf_counter() - t0)
+            except FetchError as exc:
+                self._record_failure(st, short(str(exc)), time.perf_counter() - t0)
                 return
         openmetrics = _parse.is_openmetrics(content_type)
         try:
@@ -379,8 +268,8 @@ class Scraper:
                 samples = await asyncio.to_thread(_decode_and_parse, st.parser, body, openmetrics)
             else:
                 samples = _decode_and_parse(st.parser, body, openmetrics)
-        except (_ScrapeError, _parse.ParseError) as exc:
-            self._record_failure(st, _short(str(exc)), time.perf_counter() - t0)
+        except (FetchError, _parse.ParseError) as exc:
+            self._record_failure(st, short(str(exc)), time.perf_counter() - t0)
             return
         del body
         result = self._store.ingest(st.target.name, stamp, samples)
@@ -412,7 +301,7 @@ class Scraper:
     async def _fetch(self, st: _TargetState) -> tuple[bytes, str | None]:
         client = self._clients[st.tls_key]
         if isinstance(client, str):
-            raise _ScrapeError(client)
+            raise FetchError(client)
         timeout = effective_timeout(self._interval, self._timeout)
         headers = {
             "Accept": _parse.ACCEPT_HEADER,
@@ -433,55 +322,16 @@ class Scraper:
                         redirect = response.next_request
                         if redirect is None:
                             if response.status_code != 200:
-                                raise _ScrapeError(f"HTTP {response.status_code} {response.reason_phrase}".strip())
-                            body = await self._read_capped(response)
+                                raise FetchError(f"HTTP {response.status_code} {response.reason_phrase}".strip())
+                            body = await read_capped(response, self._max_body)
                             return body, response.headers.get("content-type")
                     finally:
                         await response.aclose()
                     request = redirect
-                raise _ScrapeError("too many redirects")
+                raise FetchError("too many redirects")
         except (TimeoutError, httpx.TimeoutException):
-            raise _ScrapeError(f"timed out after {timeout:g} s") from None
+            raise FetchError(f"timed out after {timeout:g} s") from None
         except httpx.ConnectError as exc:
-            raise _ScrapeError(_connect_message(exc)) from None
+            raise FetchError(connect_message(exc)) from None
         except httpx.HTTPError as exc:
-            raise _ScrapeError(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
-
-    async def _read_capped(self, response: httpx.Response) -> bytes:
-        """The body, decompressed, refusing to hold more than ``max_body_bytes``.
-
-        We decompress gzip ourselves with ``max_length`` so a gzip bomb costs at
-        most the cap: httpx's decoder would inflate a whole network chunk (up to
-        ~1000x its size) before we could count it.
-        """
-        limit = self._max_body
-        too_big = f"body exceeds {_format_size(limit)}"
-        if response.is_stream_consumed:
-            # A transport that hands over a body it already read (and decoded),
-            # as httpx.MockTransport does with bytes: only the cap is left to check.
-            if len(response.content) > limit:
-                raise _ScrapeError(too_big)
-            return response.content
-        encoding = response.headers.get("content-encoding", "").strip().lower()
-        inflater = None
-        if encoding in ("gzip", "x-gzip"):
-            inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        elif encoding not in ("", "identity"):
-            raise _ScrapeError(f"unsupported Content-Encoding {encoding!r}")
-        length = response.headers.get("content-length", "")
-        if inflater is None and length.isdigit() and int(length) > limit:
-            raise _ScrapeError(too_big)
-        buf = bytearray()
-        async for chunk in response.aiter_raw():
-            if inflater is not None:
-                try:
-                    chunk = inflater.decompress(chunk, limit + 1 - len(buf))
-                except zlib.error as exc:
-                    raise _ScrapeError(f"invalid gzip body: {exc}") from None
-            buf += chunk
-            if len(buf) > limit:
-                raise _ScrapeError(too_big)
-        if inflater is not None:
-            if not inflater.eof:
-                raise _ScrapeError("truncated gzip body")
-        return bytes(buf)
+            raise FetchError(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
