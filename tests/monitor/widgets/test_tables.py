@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 
 from monitor.dashboard import TargetHealth, WorkerRow
 from monitor.widgets.tables import TargetsTable, WorkersTable
@@ -21,12 +25,19 @@ TARGETS = (
 )
 
 
-async def test_sort_cycles_columns_unknowns_last_and_filter_matches_any_cell() -> None:
+@asynccontextmanager
+async def targets_shown() -> AsyncIterator[tuple[Pilot, TargetsTable]]:
+    """A TargetsTable in a running app, showing TARGETS at t=100."""
     app = Host()
     async with app.run_test() as pilot:
         table = app.query_one(TargetsTable)
         table.show(TARGETS, now=100.0)
         await pilot.pause()
+        yield pilot, table
+
+
+async def test_sort_cycles_columns_unknowns_last_and_filter_matches_any_cell() -> None:
+    async with targets_shown() as (_, table):
         assert table.visible_keys() == ["rollout-0", "rollout-1", "trainer"]
         table.cycle_sort()  # role
         assert table.sort_label == "role"
@@ -44,11 +55,7 @@ async def test_sort_cycles_columns_unknowns_last_and_filter_matches_any_cell() -
 
 
 async def test_the_cursor_stays_on_its_row_across_updates() -> None:
-    app = Host()
-    async with app.run_test() as pilot:
-        table = app.query_one(TargetsTable)
-        table.show(TARGETS, now=100.0)
-        await pilot.pause()
+    async with targets_shown() as (pilot, table):
         table.move_cursor(row=table.visible_keys().index("trainer"))
         table.show(TARGETS[:2] + (TargetHealth("a-new-one", "http://n", None, None),), now=101.0)
         await pilot.pause()
