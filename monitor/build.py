@@ -623,6 +623,11 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     for r in rows:
         if r["up"] is False:
             status = "down"
+            # A down worker's rates would be the slope of what it sent before it died, shown as if it were
+            # still working: its row shows none (the status says why). Its samples still count in the fleet
+            # totals below, as they do in PromQL's sum(rate(x[window])) until they leave the range, and in
+            # the median worker rate the "slow" status compares against.
+            r = {**r, "rollouts_per_s": None, "tokens_per_s": None}
         elif r["rollouts_per_s"] is None and r["tokens_per_s"] is None:
             status = "unknown"
         elif r["staleness"] is not None and r["staleness"] > th.staleness_warn:

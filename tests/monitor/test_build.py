@@ -426,6 +426,32 @@ def test_down_target_is_not_a_current_reading() -> None:
     assert {t.name: t.error for t in d.targets}["w2"] == "connection refused"
 
 
+def test_a_down_worker_shows_no_rates_but_its_samples_still_count_in_the_fleet_totals(dash) -> None:
+    # w2 (1 rollout/s, 500 tokens/s) died at t=1300 with all its samples in the window. Its row shows no
+    # rate (the slope of what it sent before dying is not a current reading), while the fleet totals keep
+    # its samples exactly as PromQL's sum(rate(x[300s])) would: the same numbers as with w2 up.
+    health = up("trainer", "w1", "eval", "dcgm", "vllm") + (
+        TargetHealth(name="w2", url="http://w2/metrics", role=None, up=False, error="connection refused"),)
+    d = build_dashboard(fill(Store(), SCENARIO), health, Settings(), now=NOW, window_s=WINDOW)
+    rows = {w.name: w for w in d.workers}
+    assert (rows["w2"].status, rows["w2"].rollouts_per_s, rows["w2"].tokens_per_s) == ("down", None, None)
+    assert rows["w1"].rollouts_per_s == pytest.approx(2.1) and rows["w1"].tokens_per_s == pytest.approx(1000.0)
+    assert d.rollout_rate_per_s == pytest.approx(2.1 + 1.0) == dash.rollout_rate_per_s
+    assert d.rollout_tokens_per_s == pytest.approx(1500.0) == dash.rollout_tokens_per_s
+    assert d.rollout_error_rate_per_s == pytest.approx(0.1)
+    assert d.rollout_rate_series == dash.rollout_rate_series
+    assert d.rollout_rate_median_10m == dash.rollout_rate_median_10m
+
+
+def test_a_down_engine_shows_no_tokens_per_second() -> None:
+    health = up("trainer", "w1", "w2", "eval", "dcgm") + (
+        TargetHealth(name="vllm", url="http://vllm/metrics", role=None, up=False, error="timed out"),)
+    d = build_dashboard(fill(Store(), SCENARIO), health, Settings(), now=NOW, window_s=WINDOW)
+    row = {w.name: w for w in d.workers}["vllm"]
+    assert (row.status, row.rollouts_per_s, row.tokens_per_s) == ("down", None, None)
+    assert d.engine_tokens_per_s == pytest.approx(2000.0)  # its samples in the window still count
+
+
 def test_price_override_and_counters_without_total_and_ray_engine() -> None:
     def plain(t: float) -> list[Sample]:
         r = t - T0
