@@ -126,6 +126,17 @@ class MetricSpec:
     def count(self) -> str:
         return self.name + "_count"
 
+    @property
+    def created(self) -> str:
+        """The ``_created`` sample of a counter or histogram: the unix time its process created it.
+
+        prometheus_client exposes one per counter (``x_total`` → ``x_created``) and histogram
+        (``x`` → ``x_created``), per label set; gauges and infos have none. The monitor reads the
+        run's start from the trainer's.
+        """
+        base = self.name[: -len("_total")] if self.kind == "counter" and self.name.endswith("_total") else self.name
+        return base + "_created"
+
 
 def counter_aliases(name: str) -> tuple[str, ...]:
     """Both spellings of a counter's sample name: with and without ``_total``.

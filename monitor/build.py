@@ -89,6 +89,8 @@ ENGINE_RUNNING = _engine_names(schema.VLLM_REQUESTS_RUNNING, schema.SGLANG_RUNNI
 ENGINE_WAITING = _engine_names(schema.VLLM_REQUESTS_WAITING, schema.SGLANG_QUEUE_REQS)
 ENGINE_KV = _engine_names(schema.VLLM_KV_CACHE_USAGE, schema.VLLM_GPU_CACHE_USAGE, schema.SGLANG_TOKEN_USAGE)
 _WORKER_ROLES = (schema.ROLE_ROLLOUT, schema.ROLE_ENGINE)
+# Creation times (unix) of the contract's counters and histograms: when the exporting process started.
+_CREATED = tuple(dict.fromkeys(spec.created for spec in schema.CONTRACT if spec.kind in ("counter", "histogram")))
 _REWARD_SIGNED = (schema.ROLLOUT_REWARD_POSITIVE, schema.ROLLOUT_REWARD_NEGATIVE)
 
 
@@ -513,6 +515,24 @@ def _cost_series(store: Store, settings: Settings, roles: Mapping[str, str | Non
     return out
 
 
+def _run_start(store: Store, targets: Sequence[_Target], now: float) -> float | None:
+    """When the run started: the earliest ``_created`` of the trainers' posttrain counters and histograms,
+    else of any target's; None when no target exposes one.
+
+    prometheus_client stamps each counter and histogram with its creation time, so the trainer's say when
+    the training process began, however late this monitor joined. Per series the earliest value held
+    counts (a restarted process exposes a later one). A time after ``now`` is not used: it comes from
+    another clock (a host whose clock runs ahead, a test's injected clock).
+    """
+    for group in ([t for t in targets if t.role == schema.ROLE_TRAINER], targets):
+        times = [v for t in group for name in _CREATED for s in store.series(t.name, name)
+                 if (sp := s.span()) is not None
+                 for v in (sp.first_v, sp.last_v) if math.isfinite(v) and 0 < v <= now]
+        if times:
+            return min(times)
+    return None
+
+
 # --- the build ------------------------------------------------------------------------------
 
 
@@ -545,7 +565,10 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
             labels = infos[0].labels
             run, model, algorithm = labels.get("run"), labels.get("model"), labels.get("algorithm")
             break
-    started_at = min(firsts.values()) if firsts else None
+    # Uptime counts from the run's start when its exporters say it, else from the earliest data seen.
+    started_at = _run_start(store, targets, now)
+    if started_at is None and firsts:
+        started_at = min(firsts.values())
 
     # trainer
     names = [t.name for t in targets]

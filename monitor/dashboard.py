@@ -86,7 +86,7 @@ class Dashboard:
     run: str | None = None
     model: str | None = None
     algorithm: str | None = None
-    started_at: float | None = None  # earliest data seen: uptime = now - started_at
+    started_at: float | None = None  # run start (earliest _created), else earliest data seen; uptime = now - it
 
     targets: tuple[TargetHealth, ...] = ()
     workers: tuple[WorkerRow, ...] = ()

@@ -31,6 +31,7 @@ from monitor.dashboard import Dashboard
 from monitor.format import DASH, fmt_bytes_rate, fmt_duration, fmt_money, fmt_num, fmt_score, fmt_seconds, lit
 from monitor.live import LiveFeed
 from monitor.settings import Settings
+from monitor.store import Store
 from monitor.text import safe
 
 __all__ = ["run_snapshot", "collect", "to_json", "render"]
@@ -43,15 +44,23 @@ async def collect(settings: Settings, *, over: float, feed: LiveFeed | None = No
         await feed.start()
         await asyncio.sleep(over)
         d = await feed.dashboard(window_s=settings.window_s)
-        if d.started_at is not None:
+        first = _first_data(feed.store)
+        if first is not None:
             # The range PromQL would need for these points: first scrape to now, plus half an interval
-            # so the first point sits inside it and rate() reads the plain slope.
-            scraped = d.now - d.started_at + settings.interval_s / 2
+            # so the first point sits inside it and rate() reads the plain slope. (Not d.started_at:
+            # that is the run's start when the exporters tell it, long before this snapshot began.)
+            scraped = d.now - first + settings.interval_s / 2
             if scraped < settings.window_s:
                 d = await feed.dashboard(window_s=scraped)
         return d
     finally:
         await feed.aclose()
+
+
+def _first_data(store: Store) -> float | None:
+    """The time of the earliest data held: this snapshot's first scrape, or a Prometheus backfill's start."""
+    firsts = [times[0] for target in store.targets() if (times := store.scrape_times(target))]
+    return min(firsts) if firsts else None
 
 
 def _jsonable(value: Any) -> Any:

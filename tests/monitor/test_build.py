@@ -164,6 +164,46 @@ def test_identity_and_roles(dash) -> None:
     assert dash.uptime_s == 300.0
 
 
+def created(gen: Gen, *stamps: tuple[schema.MetricSpec, float | Callable[[float], float]]) -> Gen:
+    """``gen`` plus each spec's ``_created`` sample (a constant, or a function of the scrape time)."""
+    def with_created(t: float) -> list[Sample]:
+        return gen(t) + [S(spec.created, v(t) if callable(v) else v) for spec, v in stamps]
+    return with_created
+
+
+def test_uptime_counts_from_the_trainers_created_counters() -> None:
+    # The trainer's counters were created at t=400 and 410 (it started 600 s before the monitor's first
+    # scrape); a worker's at 300 (it started earlier still, but the run is the trainer's).
+    gens = dict(SCENARIO, trainer=created(trainer, (schema.TRAINER_STEPS, 410.0),
+                                          (schema.WEIGHT_SYNC_SECONDS, 400.0)),
+                w1=created(SCENARIO["w1"], (schema.ROLLOUTS, 300.0)))
+    d = build_dashboard(fill(Store(), gens), up(*gens), Settings(), now=NOW, window_s=WINDOW)
+    assert d.started_at == 400.0
+    assert d.uptime_s == NOW - 400.0
+
+
+def test_uptime_without_a_trainer_stamp_uses_any_targets_then_the_first_data() -> None:
+    gens = dict(SCENARIO, w1=created(SCENARIO["w1"], (schema.ROLLOUTS, 450.0), (schema.GPU_SECONDS, 350.0)),
+                w2=created(SCENARIO["w2"], (schema.ROLLOUT_REWARD, 380.0)))
+    d = build_dashboard(fill(Store(), gens), up(*gens), Settings(), now=NOW, window_s=WINDOW)
+    assert d.started_at == 350.0
+    d = build_dashboard(fill(Store(), SCENARIO), up(*SCENARIO), Settings(), now=NOW, window_s=WINDOW)
+    assert d.started_at == T0  # no _created anywhere: the earliest data seen, as before
+
+
+def test_a_restarted_trainer_keeps_the_first_start_and_bad_stamps_are_ignored() -> None:
+    # Restarted at t=1150: its counters' _created jumps from 400 to 1149 in the same series.
+    gens = dict(SCENARIO, trainer=created(trainer, (schema.TRAINER_STEPS, lambda t: 400.0 if t < 1150 else 1149.0)))
+    d = build_dashboard(fill(Store(), gens), up(*gens), Settings(), now=NOW, window_s=WINDOW)
+    assert d.started_at == 400.0
+    # A stamp from the future (another clock), NaN or 0 is no start: the worker's 900 is used.
+    for bad in (NOW + 5, math.nan, 0.0):
+        gens = dict(SCENARIO, trainer=created(trainer, (schema.TRAINER_STEPS, bad)),
+                    w1=created(SCENARIO["w1"], (schema.ROLLOUTS, 900.0)))
+        d = build_dashboard(fill(Store(), gens), up(*gens), Settings(), now=NOW, window_s=WINDOW)
+        assert d.started_at == 900.0, bad
+
+
 def test_rollout_rates_total_and_per_worker(dash) -> None:
     assert dash.rollout_rate_per_s == pytest.approx(2.1 + 1.0)
     assert dash.rollout_tokens_per_s == pytest.approx(1500.0)

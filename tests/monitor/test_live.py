@@ -8,6 +8,7 @@ the Dashboard must show.
 from __future__ import annotations
 
 import socket
+import time
 
 import httpx
 import pytest
@@ -217,3 +218,60 @@ async def test_mock_transport_failure_marks_only_that_target() -> None:
     assert health["good"].up is True and health["good"].role == "rollout"
     assert health["bad"].up is False and "500" in (health["bad"].error or "")
     assert {a.subject for a in d.alerts if a.name == "target_down"} == {"bad"}
+
+
+def _created_stamps(registry) -> list[float]:
+    """Every posttrain ``_created`` value the exporter exposes, read from its registry (not the schema)."""
+    return [s.value for family in registry.collect() for s in family.samples
+            if s.name.startswith("posttrain_") and s.name.endswith("_created")]
+
+
+async def test_uptime_counts_from_the_real_trainers_start_over_http() -> None:
+    # prometheus_client stamps _created with the wall clock. This monitor's clock runs 1000 s ahead: as
+    # if it joined, at its first scrape, a run whose trainer started 1000 s earlier. The worker was
+    # created first, yet the run's start is the trainer's.
+    ident = dict(run="r", model="m", algorithm="grpo")
+    worker = RolloutExporter(**ident, gpus=1, gpu_hour_price=1.0)
+    worker.record_rollout(env="math", tokens=10, reward=1.0)
+    trainer = TrainerExporter(**ident, gpus=8, gpu_hour_price=3.0)
+    trainer_start = min(_created_stamps(trainer.registry))
+    assert min(_created_stamps(worker.registry)) < trainer_start
+    servers = {"w": serve(worker.registry), "trainer": serve(trainer.registry)}
+    feed = LiveFeed(Settings(targets=tuple(Target(name=n, url=s.url) for n, s in servers.items()),
+                             interval_s=1.0, timeout_s=2.0),
+                    clock=lambda: time.time() + 1000.0)
+    try:
+        await feed.collect_once()
+        d = await feed.dashboard(window_s=300.0)
+        first_scrape = min(feed.store.scrape_times("trainer"))
+    finally:
+        await feed.aclose()
+        for s in servers.values():
+            s.close()
+    assert d.started_at == trainer_start  # the exposed float, exactly
+    assert d.uptime_s == pytest.approx(d.now - trainer_start)
+    assert d.uptime_s > 1000.0 and first_scrape - d.started_at > 1000.0
+
+
+async def test_uptime_with_only_a_worker_and_with_stamps_from_another_clock() -> None:
+    worker = RolloutExporter(run="r", model="m", algorithm="grpo", gpus=1, gpu_hour_price=1.0)
+    worker.record_rollout(env="math", tokens=10, reward=1.0)
+    server = serve(worker.registry)
+    settings = Settings(targets=(Target(name="w", url=server.url),), interval_s=1.0, timeout_s=2.0)
+    try:
+        feed = LiveFeed(settings, clock=lambda: time.time() + 1000.0)
+        await feed.collect_once()
+        d = await feed.dashboard(window_s=300.0)
+        await feed.aclose()
+        assert d.started_at == min(_created_stamps(worker.registry))  # no trainer: any target's
+        # A monitor whose clock is far behind the exporter's (here T0 = 1000): the stamps lie in its
+        # future, so uptime counts from the first scrape, as before.
+        clock = Clock(T0)
+        feed = LiveFeed(settings, clock=clock)
+        await feed.collect_once()
+        clock.t = T0 + 30
+        d = await feed.dashboard(window_s=300.0)
+        await feed.aclose()
+        assert (d.started_at, d.uptime_s) == (T0, 30.0)
+    finally:
+        server.close()

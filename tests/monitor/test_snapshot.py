@@ -179,3 +179,23 @@ def test_table_numbers_read_as_on_the_live_screen() -> None:
     for label in ("errors/s", "power (total)", "per 1M rollout tokens", "points per $1k (cumulative)"):
         assert rows[label] == "—", label
     assert rows["last / max"] == "— / —"
+
+
+async def test_the_window_is_the_time_scraped_even_when_the_run_started_long_before() -> None:
+    # The trainer's _created says the run started 1000 s before this snapshot (the feed's clock runs
+    # 1000 s ahead of the wall clock the exporter stamps with): uptime counts from there, while rates are
+    # still measured over the ~1.5 s actually scraped, not over a 300-s window of which 1.5 s hold data.
+    from monitor.live import LiveFeed
+    from monitor.settings import Settings, Target
+    from monitor.snapshot import collect
+
+    trainer = TrainerExporter(run="snap", model="m", algorithm="grpo", gpus=4, gpu_hour_price=3.0)
+    server = serve(trainer.registry)
+    settings = Settings(targets=(Target(name="trainer", url=server.url),), interval_s=0.5, window_s=300.0)
+    try:
+        d = await collect(settings, over=1.0, feed=LiveFeed(settings, clock=lambda: time.time() + 1000.0))
+    finally:
+        server.close()
+    assert d.uptime_s is not None and d.uptime_s > 1000.0
+    assert 0.5 < d.window_s < 30.0
+    assert d.burn_dollars_per_hour == pytest.approx(4 * 3.0, rel=0.2)
