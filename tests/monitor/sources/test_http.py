@@ -1,0 +1,213 @@
+"""The sources' own HTTP transport against real servers on loopback.
+
+Each server here is a real socket peer speaking one of the ways HTTP/1.x
+ends a response (Content-Length with keep-alive, chunked, HTTP/1.0 until
+close) or one of the ways a peer hangs up; the assertions count the TCP
+connections the server saw, so reuse and reconnects are observed, not assumed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from monitor.sources._http import FetchError, StreamTransport, make_client, read_capped
+
+BODY = b"".join(b"metric_%d{env=\"math\"} %d\n" % (i, i) for i in range(500))
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    connections = 0
+    requests = 0
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client hanging up mid-body (the cap test) is expected here, not news
+
+
+@contextmanager
+def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[_Server]:
+    server = _Server(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _handler(respond: Callable[[BaseHTTPRequestHandler], None], *, version: str) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = version
+
+        def setup(self) -> None:
+            super().setup()
+            self.server.connections += 1  # type: ignore[attr-defined]
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
+            self.server.requests += 1  # type: ignore[attr-defined]
+            respond(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+def _content_length(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.send_header("Content-Type", "text/plain; version=0.0.4")
+    h.send_header("Content-Length", str(len(BODY)))
+    h.end_headers()
+    h.wfile.write(BODY)
+
+
+def _chunked_gzip(h: BaseHTTPRequestHandler) -> None:
+    payload = gzip.compress(BODY)
+    h.send_response(200)
+    h.send_header("Content-Encoding", "gzip")
+    h.send_header("Transfer-Encoding", "chunked")
+    h.end_headers()
+    for i in range(0, len(payload), 700):
+        piece = payload[i:i + 700]
+        h.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+    h.wfile.write(b"0\r\n\r\n")
+
+
+def _until_close(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.end_headers()  # HTTP/1.0, no length: the body ends when the server closes
+    h.wfile.write(BODY)
+
+
+def _close_after_answer(h: BaseHTTPRequestHandler) -> None:
+    _content_length(h)
+    h.close_connection = True  # says keep-alive (HTTP/1.1, no Connection: close), then hangs up
+
+
+async def _get(client: httpx.AsyncClient, url: str) -> tuple[int, bytes]:
+    request = client.build_request("GET", url, headers={"Accept-Encoding": "gzip"})
+    response = await client.send(request, stream=True)
+    try:
+        return response.status_code, await read_capped(response, 2**20)
+    finally:
+        await response.aclose()
+
+
+def _client() -> httpx.AsyncClient:
+    client = make_client(verify_tls=True, ca_file=None, transport=None)
+    assert isinstance(client, httpx.AsyncClient)
+    return client
+
+
+async def test_keep_alive_server_is_scraped_over_one_connection() -> None:
+    with serve(_handler(_content_length, version="HTTP/1.1")) as server:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        async with _client() as client:
+            for _ in range(3):
+                assert await _get(client, url) == (200, BODY)
+        assert (server.requests, server.connections) == (3, 1)
+
+
+async def test_chunked_gzip_body_is_read_whole_and_the_connection_reused() -> None:
+    with serve(_handler(_chunked_gzip, version="HTTP/1.1")) as server:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        async with _client() as client:
+            assert await _get(client, url) == (200, BODY)
+            assert await _get(client, url) == (200, BODY)
+        assert (server.requests, server.connections) == (2, 1)
+
+
+async def test_http10_body_until_close_takes_a_connection_per_request() -> None:
+    with serve(_handler(_until_close, version="HTTP/1.0")) as server:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        async with _client() as client:
+            assert await _get(client, url) == (200, BODY)
+            assert await _get(client, url) == (200, BODY)
+        assert (server.requests, server.connections) == (2, 2)
+
+
+async def test_a_kept_alive_connection_the_server_dropped_is_replaced_without_an_error() -> None:
+    with serve(_handler(_close_after_answer, version="HTTP/1.1")) as server:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        transport = StreamTransport()
+        async with httpx.AsyncClient(transport=transport) as client:
+            assert await _get(client, url) == (200, BODY)
+            # Pretend the FIN has not been seen yet: the idle connection looks alive and is tried first.
+            idle = transport._idle[("http", "127.0.0.1", server.server_port)]
+            assert len(idle) == 1
+            idle[0][1][0]._eof = False  # type: ignore[attr-defined]
+            assert await _get(client, url) == (200, BODY)
+        assert (server.requests, server.connections) == (2, 2)
+
+
+async def test_a_server_that_hangs_up_without_answering_is_a_clear_error() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+
+        def hang_up() -> None:
+            conn, _ = listener.accept()
+            conn.recv(4096)
+            conn.close()
+
+        thread = threading.Thread(target=hang_up, daemon=True)
+        thread.start()
+        async with _client() as client:
+            with pytest.raises(httpx.RemoteProtocolError, match="Server disconnected without sending a response"):
+                await _get(client, f"http://127.0.0.1:{listener.getsockname()[1]}/metrics")
+        thread.join(timeout=5)
+
+
+async def test_a_truncated_body_is_an_error_not_a_short_scrape() -> None:
+    def short_body(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Length", str(len(BODY) + 100))
+        h.end_headers()
+        h.wfile.write(BODY)
+        h.close_connection = True
+
+    with serve(_handler(short_body, version="HTTP/1.1")) as server:
+        async with _client() as client:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await _get(client, f"http://127.0.0.1:{server.server_port}/metrics")
+
+
+async def test_aclose_closes_idle_connections_and_refuses_new_requests() -> None:
+    with serve(_handler(_content_length, version="HTTP/1.1")) as server:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        transport = StreamTransport()
+        client = httpx.AsyncClient(transport=transport)
+        assert await _get(client, url) == (200, BODY)
+        (_, (_, writer, _)), = transport._idle[("http", "127.0.0.1", server.server_port)]
+        await client.aclose()
+        assert writer.is_closing()
+        with pytest.raises(RuntimeError):
+            await transport.handle_async_request(httpx.Request("GET", url))
+
+
+async def test_a_bad_ca_file_is_a_reason_not_a_client(tmp_path) -> None:
+    missing = tmp_path / "nope.pem"
+    reason = make_client(verify_tls=True, ca_file=str(missing), transport=None)
+    assert isinstance(reason, str) and reason.startswith(f"ca_file {missing}")
+
+
+async def test_read_capped_refuses_a_body_over_the_cap_while_streaming() -> None:
+    with serve(_handler(_chunked_gzip, version="HTTP/1.1")) as server:
+        async with _client() as client:
+            response = await client.send(
+                client.build_request("GET", f"http://127.0.0.1:{server.server_port}/"), stream=True)
+            try:
+                with pytest.raises(FetchError, match="body exceeds 1 KiB"):
+                    await read_capped(response, 1024)
+            finally:
+                await response.aclose()
