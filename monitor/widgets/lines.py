@@ -14,7 +14,13 @@ from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-__all__ = ["LineWidget"]
+__all__ = ["LineWidget", "same_text"]
+
+
+def same_text(a: Text, b: Text) -> bool:
+    """Would render the same: Text's own == looks at the characters and spans only, not the base style."""
+    return (a == b and a.style == b.style and a.justify == b.justify and a.overflow == b.overflow
+            and a.no_wrap == b.no_wrap and a.tab_size == b.tab_size)
 
 
 class LineWidget(Widget):
@@ -23,6 +29,7 @@ class LineWidget(Widget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._cache: tuple[tuple[Size, Style], list[Strip]] | None = None
+        self._texts: list[Text] = []  # what the cached Strips were rendered from, line by line
 
     def lines(self, width: int, height: int) -> list[Text]:
         raise NotImplementedError
@@ -47,14 +54,23 @@ class LineWidget(Widget):
     def invalidate(self) -> None:
         """Everything changed (the box, the style): draw every line again."""
         self._cache = None
+        self._texts = []
         self.refresh()
 
     def _build(self, size: Size, base: Style) -> list[Strip]:
+        # A line whose Text is the same as last time keeps its Strip: comparing a Text is far cheaper than
+        # rendering it through Rich, and in a card or a chart most lines stay put from one second to the next.
         console = self.app.console
-        return [
-            Strip(list(text.render(console, end=""))).crop_extend(0, size.width, None).apply_style(base)
-            for text in self.lines(size.width, size.height)[: size.height]
+        old_texts = self._texts
+        old = self._cache[1] if self._cache is not None and self._cache[0] == (size, base) else []
+        texts = self.lines(size.width, size.height)[: size.height]
+        strips = [
+            old[y] if y < len(old) and y < len(old_texts) and same_text(text, old_texts[y])
+            else Strip(list(text.render(console, end=""))).crop_extend(0, size.width, None).apply_style(base)
+            for y, text in enumerate(texts)
         ]
+        self._texts = texts
+        return strips
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # One style lookup per repaint, not one per line: it walks the CSS and showed in profiles.

@@ -27,6 +27,7 @@ from textual.strip import Strip
 
 from monitor.dashboard import Alert, TargetHealth, WorkerRow
 from monitor.settings import Thresholds
+from monitor.widgets.lines import same_text
 from monitor.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, lit
 
 __all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable"]
@@ -100,6 +101,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         self._header = Strip.blank(0)
         self._edges: list[int] = []  # where each column starts, for header clicks
         self._widths: list[int] = []
+        self._drawn: list[tuple[Text, ...]] = []  # the cells each of _strips was drawn from
         self._styles: tuple[Style, Style, Style] = (Style(), Style(), Style())
         self.border_title = self.TITLE
 
@@ -232,6 +234,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         for _, cells in shown:
             for i, cell in enumerate(cells):
                 widths[i] = max(widths[i], cell.cell_len)
+        old_widths, old_cells = self._widths, self._drawn
         self._widths = widths
         self._edges = [1 + sum(widths[:i]) + _GAP * i for i in range(len(widths))]
         console = self.app.console
@@ -247,8 +250,16 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
             return Strip(list(text.render(console)), text.cell_len)
 
         header_strip = line([Text(label) for label in header])
-        strips = [line(cells) for _, cells in shown]
         old_header, old_strips = self._header, self._strips
+        # A row showing the same cells at the same widths keeps its Strip (most rows, most seconds, bar a
+        # ticking age or timing): comparing Texts costs a fraction of assembling and rendering them.
+        reuse = widths == old_widths and len(old_strips) == len(old_cells)
+        strips = [
+            old_strips[i] if reuse and i < len(old_cells) and len(cells) == len(old_cells[i])
+            and all(map(same_text, cells, old_cells[i])) else line(cells)
+            for i, (_, cells) in enumerate(shown)
+        ]
+        self._drawn = [cells for _, cells in shown]
         self._header, self._strips = header_strip, strips
         self.virtual_size = Size(header_strip.cell_length, len(strips) + 1)
         if header_strip != old_header or len(strips) != len(old_strips):

@@ -1,6 +1,7 @@
 """The whole TUI's CPU cost against 8 live exporters, next to the same data loop with no UI.
 
-Run: ``/work/venv/bin/python -m tests.bench.bench_tui [--seconds 60] [--warmup 10] [--interval 1] [--size 160x48]``
+Run: ``/work/venv/bin/python -m tests.bench.bench_tui [--seconds 60] [--warmup 10] [--interval 1] [--size 160x48]
+[--no-idle]``
 
 A child process serves 8 real exporters on loopback (one TrainerExporter,
 six RolloutExporters, one EvalExporter, each on its own port via
@@ -11,7 +12,12 @@ other and on the same targets:
 1. the app: ``PtmonApp`` (headless, ``--size``, default 160x48) on a ``LiveFeed``: scraping,
    parsing, building Dashboards, alerts and drawing every widget;
 2. the data loop alone: the same ``LiveFeed`` scraping at the same interval
-   and one ``dashboard()`` per interval, no Textual.
+   and one ``dashboard()`` per interval, no Textual;
+3. the idle UI: the same app and widgets polling at the same interval a feed
+   that hands back the last Dashboard of phase 1 (with the clock stopped at
+   its time), so nothing on screen changes: what Textual and the poll cost
+   with no scraping and nothing to repaint. App minus no-UI minus idle UI is
+   what repainting changed numbers costs.
 
 Each phase runs ``--warmup`` seconds first (imports, first layout, buffers
 filling), then CPU time (``time.process_time``: all threads of this process;
@@ -106,7 +112,45 @@ async def bench_app(urls: list[str], *, interval_s: float, warmup_s: float, seco
         d = app.dashboard
         up = 0 if d is None else d.targets_up
         polls = app.polls
-    return dict(cpu=cpu, wall=wall, polls=polls, up=up, rate=None if d is None else d.rollout_rate_per_s)
+    return dict(cpu=cpu, wall=wall, polls=polls, up=up, rate=None if d is None else d.rollout_rate_per_s,
+                dashboard=d)
+
+
+class _StillFeed:
+    """A Feed that always answers the same Dashboard: the idle UI's data, no I/O."""
+
+    def __init__(self, dashboard) -> None:
+        self._dashboard = dashboard
+
+    async def start(self) -> None:
+        pass
+
+    async def dashboard(self, *, window_s: float):
+        return self._dashboard
+
+    def set_interval(self, interval_s: float) -> None:
+        pass
+
+    def set_baseline_now(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def bench_idle(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,
+                     size: tuple[int, int] = (160, 48), dashboard=None) -> dict:
+    from monitor.app import PtmonApp
+
+    settings = _settings(urls, interval_s)
+    now = dashboard.now if dashboard is not None else time.time()
+    app = PtmonApp(_StillFeed(dashboard), interval_s=settings.interval_s, window_s=settings.window_s,
+                   thresholds=settings.thresholds, clock=lambda: now)
+    async with app.run_test(size=size):
+        cpu, wall = await _measure(None, warmup_s, seconds)
+        polls = app.polls
+    up = 0 if dashboard is None else dashboard.targets_up
+    return dict(cpu=cpu, wall=wall, polls=polls, up=up, rate=None if dashboard is None else dashboard.rollout_rate_per_s)
 
 
 async def bench_loop(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,
@@ -143,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before measuring (default 10)")
     parser.add_argument("--interval", type=float, default=1.0, help="scrape and refresh interval (default 1)")
     parser.add_argument("--size", default="160x48", help="terminal size of the headless app (default 160x48)")
+    parser.add_argument("--no-idle", action="store_true", help="skip the idle-UI phase")
     parser.add_argument("--serve-exporters", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_exporters:
@@ -162,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, bench in (("app", bench_app), ("no UI", bench_loop)):
             results[name] = asyncio.run(bench(urls, interval_s=args.interval, warmup_s=args.warmup,
                                               seconds=args.seconds, size=(width, height)))
+        if not args.no_idle:
+            results["idle UI"] = asyncio.run(bench_idle(urls, interval_s=args.interval, warmup_s=args.warmup,
+                                                        seconds=args.seconds, size=(width, height),
+                                                        dashboard=results["app"]["dashboard"]))
     finally:
         if child.stdin:
             child.stdin.close()
@@ -176,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     app, loop = results["app"], results["no UI"]
     print(f"app / no-UI CPU ratio: {app['pct'] / loop['pct']:.2f}x  "
           f"(UI share: {app['pct'] - loop['pct']:.2f}% of a core)")
+    if "idle UI" in results:
+        idle = results["idle UI"]
+        print(f"of the UI share: idle Textual + poll with nothing changing {idle['pct']:.2f}%, "
+              f"repainting changed numbers {app['pct'] - loop['pct'] - idle['pct']:.2f}% of a core")
     print(f"goal: app under 3% of a core -> {'met' if app['pct'] < 3 else 'NOT met'} ({app['pct']:.2f}%)")
     return 0
 
