@@ -185,7 +185,7 @@ class Chart(LineWidget):
     def show(self, data: ChartData, *, subtitle: str = "") -> None:
         if subtitle != self._subtitle:
             self._subtitle = subtitle
-            self.border_subtitle = Text(subtitle)
+            self.set_border_subtitle(Text(subtitle))
         if data != self._data:
             self._data = data
             self.redraw()

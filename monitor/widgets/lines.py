@@ -8,6 +8,8 @@ with Rich into a Strip, cropped to the box, and the compositor only copies it.
 
 from __future__ import annotations
 
+from typing import Self
+
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
@@ -25,6 +27,8 @@ def same_text(a: Text, b: Text) -> bool:
 
 class LineWidget(Widget):
     """Subclasses say what their lines are for a size; this caches them until ``redraw``."""
+
+    _hold_refresh = False  # a class default: Widget.__init__ may refresh before ours has run
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -50,6 +54,31 @@ class LineWidget(Widget):
         if changed:
             # Only these lines go through the compositor again; a card whose one value ticked repaints one line.
             self.refresh(*(Region(0, y, size.width, 1) for y in changed))
+
+    def set_border_subtitle(self, subtitle: Text) -> None:
+        """Change the text in the bottom border and repaint that row only.
+
+        Assigning ``border_subtitle`` makes Textual repaint the whole widget; a chart
+        whose subtitle carries a live number (rollouts/s) was repainted whole about
+        every other second for a change in one row.
+        """
+        self._hold_refresh = True
+        try:
+            self.border_subtitle = subtitle
+        finally:
+            self._hold_refresh = False
+        width, height = self.outer_size  # border included
+        if not (self.is_mounted and width and height):
+            self.refresh()
+            return
+        ox, oy = self.content_offset  # refresh() takes regions relative to the content
+        self.refresh(Region(-ox, height - 1 - oy, width, 1))
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
+                recompose: bool = False) -> Self:
+        if self._hold_refresh:  # set_border_subtitle repaints its one row itself
+            return self
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def invalidate(self) -> None:
         """Everything changed (the box, the style): draw every line again."""

@@ -49,3 +49,40 @@ def test_a_flat_series_gets_a_range_and_points_outside_the_window_are_skipped() 
     text = plot(data, width=30, height=6).plain
     assert braille(text) > 0
     assert "99" not in text  # the y range comes from the points inside the window
+
+
+async def test_a_new_subtitle_repaints_only_the_bottom_border_row_and_shows() -> None:
+    from textual.app import App, ComposeResult
+    from textual.geometry import Region
+
+    from monitor.widgets.chart import Chart
+    from tests.monitor.screen import screen_text
+
+    refreshed: list[tuple[Region, ...]] = []
+
+    class SpyChart(Chart):
+        def refresh(self, *regions: Region, **kwargs: bool) -> SpyChart:
+            if not self._hold_refresh:
+                refreshed.append(regions)
+            return super().refresh(*regions, **kwargs)
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield SpyChart("rollouts/s", id="c")
+
+    data = ChartData(points=tuple((float(t), float(t % 5)) for t in range(50)))
+    app = One()
+    async with app.run_test(size=(60, 14)) as pilot:
+        chart = app.query_one(SpyChart)
+        chart.show(data, subtitle="41.5/s · ╎ weight sync")
+        await pilot.pause()
+        assert "41.5/s" in screen_text(app)
+        refreshed.clear()
+        chart.show(data, subtitle="42.7/s · ╎ weight sync")  # same points: only the subtitle changed
+        await pilot.pause()
+        # One region: the widget's last row (the bottom border), given relative to the content as refresh() wants.
+        assert len(refreshed) == 1 and len(refreshed[0]) == 1
+        (row,) = refreshed[0]
+        assert row.translate(chart.content_offset) == Region(0, chart.outer_size.height - 1, chart.outer_size.width, 1)
+        text = screen_text(app)
+        assert "42.7/s" in text and "41.5/s" not in text
