@@ -8,6 +8,7 @@ with Rich into a Strip, cropped to the box, and the compositor only copies it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Self
 
 from rich.style import Style
@@ -16,7 +17,23 @@ from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-__all__ = ["LineWidget", "same_text"]
+__all__ = ["LineWidget", "row_regions", "same_text"]
+
+
+def row_regions(rows: Iterable[int], width: int, *, top: int = 0) -> list[Region]:
+    """One region per run of consecutive rows (offset by ``top``): fewer, taller regions for the compositor."""
+    regions: list[Region] = []
+    start = end = None
+    for y in sorted(set(rows)):
+        if end is not None and y == end:
+            end += 1
+            continue
+        if start is not None:
+            regions.append(Region(0, start + top, width, end - start))
+        start, end = y, y + 1
+    if start is not None:
+        regions.append(Region(0, start + top, width, end - start))
+    return regions
 
 
 def same_text(a: Text, b: Text) -> bool:
@@ -53,7 +70,7 @@ class LineWidget(Widget):
         changed = [y for y in range(max(len(old), len(new))) if y >= len(old) or y >= len(new) or old[y] != new[y]]
         if changed:
             # Only these lines go through the compositor again; a card whose one value ticked repaints one line.
-            self.refresh(*(Region(0, y, size.width, 1) for y in changed))
+            self.refresh(*row_regions(changed, size.width))
 
     def set_border_subtitle(self, subtitle: Text) -> None:
         """Change the text in the bottom border and repaint that row only.

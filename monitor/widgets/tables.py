@@ -27,7 +27,7 @@ from textual.strip import Strip
 
 from monitor.dashboard import Alert, TargetHealth, WorkerRow
 from monitor.settings import Thresholds
-from monitor.widgets.lines import same_text
+from monitor.widgets.lines import row_regions, same_text
 from monitor.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, lit
 
 __all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable"]
@@ -176,7 +176,9 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         """Repaint just these rows (the compositor's work is per line)."""
         width = self.scrollable_content_region.width
         top = int(self.scroll_y)
-        self.refresh(*(Region(0, index - top + 1, width, 1) for index in indexes))
+        regions = row_regions(indexes, width, top=1 - top)
+        if regions:  # refresh() with no region would repaint the whole table
+            self.refresh(*regions)
 
     def action_cursor(self, delta: int) -> None:
         self.move_cursor(row=self.cursor_row + delta)

@@ -73,3 +73,13 @@ async def test_unchanged_rows_are_not_rebuilt() -> None:
         before = table._shown
         table.show(rows, now=2.0)
         assert table._shown is before
+
+
+def test_row_regions_merge_runs_of_rows_and_keep_the_offset() -> None:
+    from textual.geometry import Region
+
+    from monitor.widgets.lines import row_regions
+
+    assert row_regions([], 10) == []
+    assert row_regions([3, 1, 2, 7, 7], 10) == [Region(0, 1, 10, 3), Region(0, 7, 10, 1)]
+    assert row_regions([0, 1], 5, top=-4) == [Region(0, -4, 5, 2)]
