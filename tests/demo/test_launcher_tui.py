@@ -5,12 +5,21 @@ on a pty sized 160x48; the test waits until the children are up and the
 screen shows a worker row, then quits it one way or another and checks
 every child pid is gone and the terminal was handed back (alternate screen
 left), i.e. Textual shut down rather than being killed.
+
+The screen is read as the bytes written to the pty with their colour and
+style sequences removed: Textual writes a cell's text as one segment between
+cursor moves at widget edges, but a name drawn in two styles (a highlight, a
+filter match) would otherwise not be contiguous. When the screen never shows
+the row, the failure says why (children alive, alternate screen entered, the
+header's "feed error"), since "not ready yet" and "the table cannot draw"
+look the same from outside.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -23,7 +32,9 @@ import pytest
 
 from tests.demo.helpers import alive, children_of, wait_gone
 
+ENTER_ALT_SCREEN = b"\x1b[?1049h"
 LEAVE_ALT_SCREEN = b"\x1b[?1049l"
+_SGR = re.compile(rb"\x1b\[[0-9;:]*m")  # colours and text styles; cursor moves stay
 
 
 class PtyRun:
@@ -49,17 +60,28 @@ class PtyRun:
                 return
             self.output += chunk
 
+    def screen_text(self) -> bytes:
+        """Everything written so far, without colour/style sequences (a cell's text stays contiguous)."""
+        return _SGR.sub(b"", bytes(self.output))
+
     def wait_for(self, needle: bytes, children: int, timeout_s: float = 40.0) -> list[int]:
+        """Pids of the launcher's children once ``children`` are alive and the app has drawn ``needle``."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            pids = children_of(self.proc.pid)
-            if len(pids) >= children and needle in self.output:
+        while True:
+            pids = [p for p in children_of(self.proc.pid) if alive(p)]
+            text = self.screen_text()
+            if len(pids) >= children and ENTER_ALT_SCREEN in text and needle in text:
                 return pids
-            if self.proc.poll() is not None:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        raise AssertionError(f"screen never showed {needle!r} with {children} children; "
-                             f"got {bytes(self.output[-2000:])!r}")
+        errors = re.findall(rb"feed error: [^\r\n\x1b]*", text)
+        raise AssertionError(
+            f"screen never showed {needle!r} with {children} live children within {timeout_s:g} s: "
+            f"{len(pids)} alive, launcher {'running' if self.proc.poll() is None else f'exited {self.proc.poll()}'}, "
+            f"alternate screen {'entered' if ENTER_ALT_SCREEN in text else 'never entered'}"
+            + (f", header says {errors[-1].decode(errors='replace')!r}" if errors else ", no feed error shown")
+            + f"; last output, styles removed: {text[-1500:]!r}")
 
     def hang_up(self) -> None:
         """What closing a terminal window does: the terminal goes away, then SIGHUP."""
