@@ -86,15 +86,22 @@ def test_children_stop_by_themselves_when_the_launcher_is_killed_hard() -> None:
 
 
 def test_duration_ends_the_run_headless_never_imports_textual() -> None:
+    # Every child the run ever had is collected while it runs (not at a fixed moment, which a slow start misses).
     code = (
-        "import sys, threading, os\n"
+        "import sys, threading, os, time\n"
         "from monitor.cli import main\n"
         "from tests.demo.helpers import children_of\n"
-        "seen = []\n"
-        "t = threading.Timer(1.5, lambda: seen.extend(children_of(os.getpid())))\n"
+        "seen, done = set(), threading.Event()\n"
+        "def probe():\n"
+        "    while not done.is_set():\n"
+        "        seen.update(children_of(os.getpid()))\n"
+        "        time.sleep(0.05)\n"
+        "t = threading.Thread(target=probe, daemon=True)\n"
         "t.start()\n"
         "rc = main(['demo', '--headless', '--duration', '3', '--speed', '300', '--workers', '1'])\n"
-        "print('PIDS', *seen)\n"
+        "done.set()\n"
+        "t.join()\n"
+        "print('PIDS', *sorted(seen))\n"
         "print('TEXTUAL', 'textual' in sys.modules)\n"
         "sys.exit(rc)\n"
     )

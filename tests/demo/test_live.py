@@ -91,8 +91,10 @@ async def test_healthy_rates_syncs_spend_and_staleness_that_rises_and_falls(watc
     assert d.weight_sync_count > 0 and 1.0 < d.weight_sync_p50_s < 10.0  # ~2 simulated seconds per sync
     assert d.policy_version is not None and d.policy_version > 0
     assert d.score is not None and d.ipd_points_per_kilodollar is not None
-    # Spend runs on the compressed clock: it grows by 13 GPUs x $3/h x speed per real second.
-    first = next(x for x in watch.seen if x.spend_dollars is not None)
+    # Spend runs on the compressed clock: it grows by 13 GPUs x $3/h x speed per real second. Measured from the
+    # first dashboard with every target scraped: one whose first scrape timed out (a loaded machine) would join
+    # the total later with its whole history and look like spend made in between.
+    first = next(x for x in watch.seen if x.spend_dollars is not None and all(t.up for t in x.targets))
     assert d.now - first.now > 1.0
     fleet_per_s = (8 + 2 * 2 + 1) * 3.0 / 3600
     assert (d.spend_dollars - first.spend_dollars) / (d.now - first.now) == pytest.approx(fleet_per_s * SPEED,
@@ -144,7 +146,8 @@ async def test_straggler_crawls_goes_stale_and_its_rollouts_are_dropped(watch: W
                 and bool(watch.alerts("staleness")) and dropped() > 0)
 
     assert await watch.until(done), "rollout-1 never crawled, went stale and dropped rollouts"
-    worst = {name: max(row(x, name).staleness or 0 for x in watch.seen) for name in ("rollout-0", "rollout-1")}
+    worst = {name: max((r.staleness or 0) for x in watch.seen if (r := row(x, name)) is not None)
+             for name in ("rollout-0", "rollout-1")}
     assert worst["rollout-1"] > 2 and worst["rollout-1"] > worst["rollout-0"], worst
 
 
