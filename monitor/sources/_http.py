@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import importlib.util
 import os
 import socket
 import ssl
-import sys
 import time
 import zlib
 from collections.abc import AsyncIterator, Generator
@@ -37,23 +35,6 @@ __all__ = [
 
 USER_AGENT = "ptmon"
 _ERROR_MAX_CHARS = 200
-
-
-def _stop_missing_sniffio_lookups() -> None:
-    """Make httpcore's repeated ``import sniffio`` cheap when sniffio is not installed.
-
-    httpcore (1.0.x) imports sniffio inside every lock and pool request, about six times a
-    scrape, and falls back to asyncio when it is missing. Python does not remember a failed
-    import, so each one walked sys.path again with a stat per entry: a fifth of the CPU of
-    the whole data loop in bench_tui. A ``None`` in ``sys.modules`` is Python's documented
-    way to say "absent": the import still fails (httpcore picks asyncio as before), at once.
-    With sniffio installed nothing changes.
-    """
-    if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
-        sys.modules["sniffio"] = None  # type: ignore[assignment]
-
-
-_stop_missing_sniffio_lookups()
 
 
 class FetchError(Exception):
