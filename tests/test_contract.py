@@ -1,0 +1,52 @@
+"""Only exporters/schema.py spells a metric name: everything else imports the MetricSpec.
+
+A rename in the contract must be a rename everywhere; a loose string elsewhere
+would silently stop matching. Docstrings and comments may mention names.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from pathlib import Path
+
+from exporters.schema import CONTRACT
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("exporters", "monitor", "demo")
+NAME = re.compile(r"\b(?:posttrain|vllm|sglang|DCGM_FI)[_:][A-Za-z0-9_:]*[A-Za-z0-9]")
+SKIP_BEFORE = {tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING}
+
+
+def code_strings(path: Path) -> list[tuple[int, str]]:
+    """String literals that are not docstrings (a string statement on its own line)."""
+    out: list[tuple[int, str]] = []
+    previous = tokenize.ENCODING
+    for tok in tokenize.tokenize(io.BytesIO(path.read_bytes()).readline):
+        if tok.type == tokenize.COMMENT:
+            continue
+        if tok.type == tokenize.STRING and previous not in SKIP_BEFORE:
+            out.append((tok.start[0], tok.string))
+        previous = tok.type
+    return out
+
+
+def test_no_module_but_the_schema_spells_a_metric_name() -> None:
+    offenders = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path.relative_to(ROOT).as_posix() == "exporters/schema.py":
+                continue
+            for line, text in code_strings(path):
+                for name in NAME.findall(text):
+                    offenders.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+    assert offenders == []
+
+
+def test_the_check_would_see_a_loose_name(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text('"""Mentions posttrain_rollouts_total in a docstring: fine."""\n'
+                   f'x = "{CONTRACT[0].name}"  # posttrain_loss in a comment: fine\n')
+    found = [n for _, t in code_strings(bad) for n in NAME.findall(t)]
+    assert found == [CONTRACT[0].name]
