@@ -126,13 +126,15 @@ class EvalLog:
 class _Spend:
     """Spend in dollars at any time, from each cost series' reset-corrected running total."""
 
-    def __init__(self, entries: Sequence[tuple[list[tuple[float, float]], float]]) -> None:
+    def __init__(self, entries: Sequence[tuple[list[tuple[float, float]], float, float]]) -> None:
         self._entries: list[tuple[list[float], list[float], float]] = []
-        for pts, price in entries:
+        for pts, price, carried in entries:
             if not pts:
                 continue
             times = [t for t, _ in pts]
             totals = running_total([v for _, v in pts])
+            if carried:
+                totals = [x + carried for x in totals]
             self._entries.append((times, totals, price))
 
     def at(self, t: float) -> float | None:
@@ -156,7 +158,8 @@ def observe_evals(store: Store, settings: Settings, *, previous: EvalLog | None 
     """
     previous = previous or EvalLog()
     read = dict(previous.read)
-    new: dict[str, list[EvalPoint]] = {}
+    new: dict[tuple[str, str], list[EvalPoint]] = {}
+    read_next: dict[tuple[str, str], tuple[float, float, float | None]] = {}
     for target in store.targets():
         versions = {s.labels.get("benchmark", ""): s for s in store.series(target, schema.EVAL_POLICY_VERSION.name)}
         samples = {s.labels.get("benchmark", ""): s for s in store.series(target, schema.EVAL_SAMPLES.name)}
@@ -174,22 +177,29 @@ def observe_evals(store: Store, settings: Settings, *, previous: EvalLog | None 
                     continue
                 version = ver.get(t, last_version)
                 if score != last_score or version != last_version:
-                    new.setdefault(bench, []).append(
+                    new.setdefault(key, []).append(
                         EvalPoint(timestamp=t, spend_dollars=math.nan, score=score, policy_version=version,
                                   samples=smp.get(t)))
                 last_score, last_version = score, version
-            read[key] = (pts[-1][0], last_score, last_version)
+            read_next[key] = (pts[-1][0], last_score, last_version)
     if not new:
+        read.update(read_next)
         return EvalLog(evals=previous.evals, read=MappingProxyType(read))
     cost = _cost_series(store, settings, _roles(store, (), settings))
-    spend = _Spend([(s.points(), price) for _, _, s, price in cost])
+    spend = _Spend([(s.points(), price, s.carried) for _, _, s, price in cost])
     evals = dict(previous.evals)
-    for bench, points in new.items():
+    for key, advanced in read_next.items():
+        points = new.get(key, [])
         placed = [replace(p, spend_dollars=s) for p in points if (s := spend.at(p.timestamp)) is not None]
-        if not placed:  # no cost data yet: an eval with no spend cannot go on the $ axis
+        if len(placed) < len(points):
+            # No cost data yet: an eval with no spend cannot go on the $ axis. Keep it pending
+            # (this key's read position stays put) so it is placed once spend is known, not lost.
             continue
-        merged = sorted((*evals.get(bench, ()), *placed), key=lambda p: p.timestamp)
-        evals[bench] = tuple(merged[-_MAX_EVALS_PER_BENCHMARK:])
+        read[key] = advanced
+        if placed:
+            bench = key[1]
+            merged = sorted((*evals.get(bench, ()), *placed), key=lambda p: p.timestamp)
+            evals[bench] = tuple(merged[-_MAX_EVALS_PER_BENCHMARK:])
     return EvalLog(evals=MappingProxyType(evals), read=MappingProxyType(read))
 
 
@@ -701,6 +711,8 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     by_role: dict[str, float] = {}
     for _, role, series, price in cost:
         total = span_counter_total(series.span())  # the whole history held: spend across restarts
+        if total is not None:
+            total += series.carried  # restarts older than the buffer still cost what they cost
         if total is not None and math.isfinite(total):
             by_role[role] = by_role.get(role, 0.0) + total * price / 3600.0
     by_role = {role: dollars for role, dollars in by_role.items() if math.isfinite(dollars)}

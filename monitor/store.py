@@ -68,7 +68,7 @@ class Series:
     """
 
     __slots__ = ("name", "labels", "_t", "_v", "_lo", "_base", "_cap", "_slack",
-                 "_drops", "_before", "_scanned")
+                 "_drops", "_before", "_scanned", "_carried")
 
     def __init__(self, name: str, labels: Mapping[str, str], *, capacity: int) -> None:
         self.name = name
@@ -84,6 +84,14 @@ class Series:
         self._drops: array | None = None
         self._before: array | None = None
         self._scanned = 0
+        # Pre-reset values of drops cut off the front with their points: a counter's total
+        # across restarts (spend) must not shrink when the restart leaves the buffer.
+        self._carried = 0.0
+
+    @property
+    def carried(self) -> float:
+        """Sum of the pre-reset values of counter drops older than the points held."""
+        return self._carried
 
     def append(self, timestamp: float, value: float) -> bool:
         """Append a point newer than the last; refuse (return False) one that is not.
@@ -113,6 +121,7 @@ class Series:
         if self._drops is not None:
             gone = bisect_left(self._drops, self._base + 1)  # drops whose earlier point is gone
             if gone:
+                self._carried += sum(self._before[:gone])  # type: ignore[index]
                 del self._drops[:gone]
                 del self._before[:gone]  # type: ignore[index]
 

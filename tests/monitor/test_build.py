@@ -717,3 +717,38 @@ async def test_mean_reward_of_the_real_rollout_exporter_over_http() -> None:
     (row,) = d.workers
     assert row.rollouts_per_s == pytest.approx(0.4)
     assert row.mean_reward == pytest.approx(0.0875)
+
+
+# --- spend and evals that outlive the ring buffer ---------------------------------------------
+
+
+def test_spend_keeps_a_restarts_cost_after_the_restart_leaves_the_buffer() -> None:
+    store = Store(capacity=100)
+    value = 0.0
+    seen: dict[int, float | None] = {}
+    for i in range(300):
+        t = 1000.0 + i
+        value = 0.0 if i == 50 else value + 3600.0  # restarted at i=50; one GPU-hour a scrape
+        store.ingest("w", t, [Sample(schema.GPU_SECONDS.name, {"role": "rollout"}, value)])
+        if i in (60, 200, 299):  # dashboards are built while the buffer wraps, as in the TUI
+            seen[i] = build_dashboard(store, (), Settings(), now=t, window_s=60).spend_dollars
+    price = schema.DEFAULT_GPU_HOUR_PRICE
+    # before the restart: i=0..49 -> 50 GPU-hours; after it: (i - 50) more
+    assert seen[60] == pytest.approx((50 + 10) * price)
+    assert seen[200] == pytest.approx((50 + 150) * price)
+    assert seen[299] == pytest.approx((50 + 249) * price)
+
+
+def test_an_eval_seen_before_any_cost_data_is_placed_once_spend_is_known() -> None:
+    store, settings = Store(), Settings()
+    store.ingest("eval", 1000.0, [Sample(schema.EVAL_SCORE.name, {"benchmark": "gsm8k"}, 0.40)])
+    log = observe_evals(store, settings)  # no cost series anywhere yet
+    assert log.evals == {}
+    for i in range(1, 200):
+        t = 1000.0 + i
+        store.ingest("trainer", t, [Sample(schema.GPU_SECONDS.name, {"role": "trainer"}, 8.0 * i)])
+        store.ingest("eval", t, [Sample(schema.EVAL_SCORE.name, {"benchmark": "gsm8k"}, 0.40 if i < 100 else 0.45)])
+        log = observe_evals(store, settings, previous=log)
+    d = build_dashboard(store, (), settings, now=1199.0, window_s=300, evals=log)
+    assert [(p.timestamp, p.score) for p in d.eval_curve] == [(1000.0, 0.40), (1100.0, 0.45)]
+    assert d.baseline_score == 0.40 and d.ipd_points_per_kilodollar is not None
