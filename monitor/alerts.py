@@ -48,6 +48,8 @@ def recent_rollout_rate(d: Dashboard) -> float | None:
     recent = [v for t, v in d.rollout_rate_series if t > d.now - RECENT_RATE_S]
     if recent:
         return sum(recent) / len(recent)
+    if d.workers and not any(w.up for w in d.workers):
+        return 0.0  # every worker is down: nothing is rolling out, whatever the window still holds
     return d.rollout_rate_per_s
 
 

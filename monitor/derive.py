@@ -312,5 +312,12 @@ def median(values: Iterable[float]) -> float | None:
 
 
 def mean(values: Iterable[float]) -> float | None:
+    """The arithmetic mean; None when empty or not finite (huge gauges overflow fsum)."""
     data = list(values)
-    return statistics.fmean(data) if data else None
+    if not data:
+        return None
+    try:
+        m = statistics.fmean(data)
+    except (OverflowError, ValueError):
+        return None
+    return m if math.isfinite(m) else None

@@ -121,3 +121,28 @@ def test_critical_first_and_thresholds_are_configurable() -> None:
     assert evaluate(d, Thresholds(staleness_warn=10, staleness_critical=20, weight_sync_p99_warn_s=500,
                                   weight_sync_p99_critical_s=600)) == ()
     assert replace(d, alerts=evaluate(d, TH)).level == "critical"
+
+
+def test_rollout_rate_drop_fires_critical_when_every_worker_is_down() -> None:
+    from monitor.dashboard import WorkerRow
+
+    def worker(name: str, up: bool) -> WorkerRow:
+        return WorkerRow(name=name, role="rollout", up=up, rollouts_per_s=None, tokens_per_s=None,
+                         policy_version=None, staleness=None, mean_reward=None, status="down" if not up else "ok")
+
+    old = tuple((NOW - 200 + i * 10, 10.0) for i in range(10))  # nothing in the last 30 s
+    d = dash(rollout_rate_per_s=18.0, rollout_rate_median_10m=20.0, rollout_rate_series=old,
+             workers=(worker("a", False), worker("b", False)))
+    assert recent_rollout_rate(d) == 0.0
+    assert names(evaluate(d, TH)).get("rollout_rate_drop") == "critical"
+    # one worker still up: the window's rate stands in, as before
+    d = replace(d, workers=(worker("a", False), worker("b", True)))
+    assert recent_rollout_rate(d) == 18.0
+
+
+def test_mean_of_huge_gauges_is_unknown_not_a_crash() -> None:
+    from monitor.derive import mean
+
+    assert mean([1.7e308, 1.7e308]) is None
+    assert mean([1.0, 2.0]) == 1.5
+    assert mean([]) is None
