@@ -32,6 +32,7 @@ __all__ = [
     "fmt_bytes_rate",
     "fmt_window",
     "fmt_score",
+    "fmt_version",
     "against_limits",
 ]
 
@@ -70,6 +71,11 @@ def fmt_num(x: float | None, digits: int = 3) -> str:
     if a >= 0.01:
         return _sig(x, digits)
     return f"{x:.1e}"
+
+
+def fmt_version(x: float | None) -> str:
+    """A policy version, exact (v12345, never 12.3k): trainer and worker versions are compared by eye."""
+    return f"v{x:.0f}" if _known(x) else DASH
 
 
 def fmt_rate(x: float | None, unit: str = "/s") -> str:

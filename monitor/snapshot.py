@@ -28,7 +28,7 @@ from rich.text import Text
 
 from monitor.config import ConfigError, load_settings
 from monitor.dashboard import Dashboard
-from monitor.format import DASH, fmt_bytes_rate, fmt_duration, fmt_money, fmt_num, fmt_score, fmt_seconds, lit
+from monitor.format import DASH, fmt_bytes_rate, fmt_duration, fmt_money, fmt_num, fmt_score, fmt_seconds, fmt_version, lit
 from monitor.live import LiveFeed
 from monitor.settings import Settings
 from monitor.store import Store
@@ -115,7 +115,7 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str]], ...]],
         ("syncs in window", lambda d: fmt_num(d.weight_sync_count)),
         ("bytes/s", lambda d: fmt_bytes_rate(d.weight_sync_bytes_per_s)),
         ("failures in window", lambda d: fmt_num(d.weight_sync_failures)),
-        ("policy version", lambda d: fmt_num(d.policy_version)),
+        ("policy version", lambda d: fmt_version(d.policy_version)),
         ("staleness max / mean", lambda d: _pair(fmt_num(d.staleness_max), fmt_num(d.staleness_mean))),
     )),
     ("Trainer", (
@@ -181,7 +181,7 @@ def render(d: Dashboard, console: Console) -> None:
             workers.add_column(col, overflow="fold")
         for w in d.workers:
             workers.add_row(lit(w.name), lit(w.role), w.status, fmt_num(w.rollouts_per_s),
-                            fmt_num(w.tokens_per_s), fmt_num(w.policy_version), fmt_num(w.staleness))
+                            fmt_num(w.tokens_per_s), fmt_version(w.policy_version), fmt_num(w.staleness))
         console.print(workers)
 
     alerts = Table(title="Alerts")

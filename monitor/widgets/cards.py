@@ -24,6 +24,7 @@ from monitor.format import (
     fmt_rate,
     fmt_score,
     fmt_seconds,
+    fmt_version,
     lit,
 )
 from monitor.widgets.lines import LineWidget
@@ -166,7 +167,7 @@ def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
             ("max", worst),
             ("mean", against_limits(d.staleness_mean, thresholds.staleness_warn, thresholds.staleness_critical)),
             ("warn/crit", f"{fmt_num(thresholds.staleness_warn)}/{fmt_num(thresholds.staleness_critical)}"),
-            ("policy", DASH if d.policy_version is None else f"v{d.policy_version:.0f}"),
+            ("policy", fmt_version(d.policy_version)),
         ]
     if card == "trainer":
         return [

@@ -28,7 +28,7 @@ from textual.strip import Strip
 from monitor.dashboard import Alert, TargetHealth, WorkerRow
 from monitor.settings import Thresholds
 from monitor.widgets.lines import row_regions, same_text
-from monitor.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, lit
+from monitor.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, fmt_version, lit
 
 __all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable"]
 
@@ -359,7 +359,7 @@ class WorkersTable(SortFilterTable[WorkerRow]):
             Column("tokens/s", lambda w, _: _text(fmt_rate(w.tokens_per_s, "")), lambda w: w.tokens_per_s),
             Column(
                 "policy",
-                lambda w, _: _text(DASH if w.policy_version is None else f"v{w.policy_version:.0f}"),
+                lambda w, _: _text(fmt_version(w.policy_version)),
                 lambda w: w.policy_version,
             ),
             Column("staleness", self._staleness, lambda w: w.staleness),

@@ -74,3 +74,12 @@ def test_importing_it_does_not_import_textual() -> None:
     code = "import sys, monitor.format, monitor.snapshot; print(sorted(m for m in sys.modules if m.startswith('textual')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_policy_versions_are_exact_never_abbreviated() -> None:
+    from monitor.format import fmt_version
+
+    assert fmt_version(12345.0) == "v12345"
+    assert fmt_version(7.0) == "v7"
+    assert fmt_version(None) == "—"
+    assert fmt_version(float("nan")) == "—"
