@@ -1,0 +1,184 @@
+"""PromQL for ptmon's windowed numbers: one place that says how each is asked of a Prometheus server.
+
+The Prometheus source evaluates these server-side (rate, increase and
+histogram_quantile run in Prometheus, next to the data, so a fleet of hundreds
+of targets costs ptmon one small answer a poll); the shipped recording rules,
+alerting rules and Grafana dashboard (``monitor.deploy``) are generated from
+the same functions. A Grafana panel, a recorded series and the TUI therefore
+compute a number the same way, and DESIGN.md's definitions hold for all three.
+
+Names come from ``exporters.schema``; only the canonical exposition names are
+used (``posttrain_rollouts_total``, which every prometheus_client version
+writes), so the rules stay readable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from exporters import schema
+from exporters.schema import MetricSpec
+
+__all__ = [
+    "TARGET_BY",
+    "QUANTILES",
+    "Q_LABEL",
+    "duration",
+    "rate",
+    "increase",
+    "sync_quantile",
+    "step_seconds_mean",
+    "engine_tokens_rate",
+    "gpus_by_role",
+    "burn_dollars_per_hour",
+    "spend_dollars",
+    "staleness_max",
+    "rollout_rate_chart",
+    "instant_queries",
+    "combine",
+]
+
+TARGET_BY = ("job", "instance")  # how Prometheus names a scrape target
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+Q_LABEL = "ptmon_q"  # the label ``combine`` tags each answer with; no exporter or engine uses it
+
+
+def duration(seconds: float) -> str:
+    """A PromQL duration: whole seconds when exact (``300s``), else milliseconds (``2500ms``)."""
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ValueError(f"a PromQL duration must be positive and finite, got {seconds!r}")
+    ms = max(1, round(seconds * 1000))
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+def _window(window: float | str) -> str:
+    return window if isinstance(window, str) else duration(window)
+
+
+def _by(by: Sequence[str]) -> str:
+    return f"sum by ({', '.join(by)}) " if by else "sum "
+
+
+def _selector(name: str, matchers: str = "") -> str:
+    return f"{name}{{{matchers}}}" if matchers else name
+
+
+def _suffixed(spec: MetricSpec, suffix: str) -> str:
+    if spec.kind != "histogram":
+        raise ValueError(f"{spec.name} is a {spec.kind}, not a histogram")
+    return spec.name + suffix
+
+
+def rate(spec: MetricSpec, window: float | str, *, by: Sequence[str] = (), matchers: str = "") -> str:
+    """``sum [by (...)] (rate(counter[w]))``: per-second increase, counter resets handled by Prometheus."""
+    return f"{_by(by)}(rate({_selector(spec.name, matchers)}[{_window(window)}]))"
+
+
+def increase(name: str, window: float | str, *, by: Sequence[str] = ()) -> str:
+    """``sum (increase(x[w]))`` for a counter or a histogram's ``_count``: extrapolated like PromQL's."""
+    return f"{_by(by)}(increase({name}[{_window(window)}]))"
+
+
+def sync_quantile(q: float, window: float | str, *, by: Sequence[str] = ()) -> str:
+    """Weight-sync latency quantile over the window, from bucket rates (histogram_quantile's interpolation)."""
+    buckets = _suffixed(schema.WEIGHT_SYNC_SECONDS, "_bucket")
+    return f"histogram_quantile({q:g}, {_by(('le', *by))}(rate({buckets}[{_window(window)}])))"
+
+
+def step_seconds_mean(window: float | str) -> str:
+    """Mean optimizer step time over the window: rate of the histogram's sum over rate of its count."""
+    w = _window(window)
+    spec = schema.TRAINER_STEP_SECONDS
+    return (f"sum(rate({_suffixed(spec, '_sum')}[{w}])) / sum(rate({_suffixed(spec, '_count')}[{w}]))")
+
+
+def engine_tokens_rate(window: float | str, *, by: Sequence[str] = ()) -> str:
+    """Generated tokens/s of uninstrumented vLLM/SGLang engines (also behind Ray's ``ray_`` prefix)."""
+    names: list[str] = []
+    for spec in (schema.VLLM_GENERATION_TOKENS, schema.SGLANG_GENERATION_TOKENS):
+        flat = spec.name.replace(":", "_")
+        names += [spec.name, flat, "ray_" + flat]
+    selector = '{__name__=~"' + "|".join(dict.fromkeys(names)) + '"}'
+    return f"{_by(by)}(rate({selector}[{_window(window)}]))"
+
+
+def gpus_by_role(window: float | str) -> str:
+    """GPUs in use per target and role over the window: the rate of GPU-seconds (GPU-s per s)."""
+    return rate(schema.GPU_SECONDS, window, by=(*TARGET_BY, "role"))
+
+
+def _price_join() -> str:
+    return f"on ({', '.join((*TARGET_BY, 'role'))}) group_left () {schema.GPU_HOUR_PRICE.name}"
+
+
+def burn_dollars_per_hour(window: float | str) -> str:
+    """$/h now: GPUs in use (rate of GPU-seconds) times each role's price per GPU-hour, summed.
+
+    The price is the exporters' gauge; ptmon applies its own config overrides
+    to ``gpus_by_role`` instead, which a rule cannot know.
+    """
+    return f"sum(rate({schema.GPU_SECONDS.name}[{_window(window)}]) * {_price_join()})"
+
+
+def spend_dollars(window: float | str | None = None) -> str:
+    """Dollars spent: GPU-seconds times price / 3600; over ``window`` when given (resets handled), else ever.
+
+    Without a window it is the counters' current totals, so a restarted
+    process's earlier spend is gone from it; the windowed form uses
+    ``increase`` and survives restarts.
+    """
+    if window is None:
+        inner = f"{schema.GPU_SECONDS.name} * {_price_join()}"
+    else:
+        inner = f"increase({schema.GPU_SECONDS.name}[{_window(window)}]) * {_price_join()}"
+    return f"sum({inner}) / 3600"
+
+
+def staleness_max() -> str:
+    """Versions the furthest-behind rollout worker lags the trainer's published policy."""
+    return (f"max({schema.POLICY_VERSION.name}) - min({schema.ROLLOUT_POLICY_VERSION.name})")
+
+
+def rollout_rate_chart(range_s: float | str) -> str:
+    """The rollout-rate chart's expression for a range query: fleet rollouts/s over ``range_s`` at each step."""
+    return rate(schema.ROLLOUTS, range_s)
+
+
+def instant_queries(window_s: float) -> dict[str, str]:
+    """Every windowed number ptmon asks a Prometheus server for, by key, for one instant query.
+
+    Per-target answers keep ``job`` and ``instance`` so the source can put them
+    on the right worker row; fleet numbers are single samples.
+    """
+    w = duration(window_s)
+    out = {
+        "rollouts": rate(schema.ROLLOUTS, w, by=TARGET_BY),
+        "rollout_tokens": rate(schema.ROLLOUT_TOKENS, w, by=TARGET_BY),
+        "engine_tokens": engine_tokens_rate(w, by=TARGET_BY),
+        "rollout_errors": rate(schema.ROLLOUTS, w, matchers='outcome="error"'),
+        "sync_count": increase(_suffixed(schema.WEIGHT_SYNC_SECONDS, "_count"), w),
+        "sync_failures": increase(schema.WEIGHT_SYNC_FAILURES.name, w),
+        "sync_bytes": rate(schema.WEIGHT_SYNC_BYTES, w),
+        "steps": rate(schema.TRAINER_STEPS, w),
+        "trainer_tokens": rate(schema.TRAINER_TOKENS, w),
+        "step_seconds": step_seconds_mean(w),
+        "gpus": gpus_by_role(w),
+    }
+    for key, q in QUANTILES.items():
+        out["sync_" + key] = sync_quantile(q, w)
+    return out
+
+
+def combine(queries: Mapping[str, str]) -> str:
+    """One PromQL expression answering every query, each answer tagged ``ptmon_q="key"``.
+
+    One request a poll instead of a dozen: ``label_replace`` adds the tag and
+    ``or`` unions the answers (distinct tags never collide).
+    """
+    if not queries:
+        raise ValueError("no queries to combine")
+    for key in queries:
+        if not key.replace("_", "").isalnum():
+            raise ValueError(f"query key {key!r}: letters, digits and '_' only")
+    return " or ".join(f'label_replace({expr}, "{Q_LABEL}", "{key}", "", "")' for key, expr in queries.items())
