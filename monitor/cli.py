@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--headless", action="store_true",
                       help="serve the exporters only; print their URLs and a prometheus.yml")
     demo.add_argument("--interval", type=_positive_float, metavar="S", help="TUI scrape interval")
+    demo.add_argument("--sd-file", metavar="PATH",
+                      help="with --headless: keep the running targets in this Prometheus file_sd JSON file")
 
     watch = sub.add_parser("watch", help="the live TUI on real targets")
     _add_source_args(watch)
@@ -71,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("--over", type=_positive_float, default=5.0, metavar="S",
                       help="seconds to scrape before printing (default 5)")
     snap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    assets = sub.add_parser("assets", help="write a Prometheus config, rules, alerts and a Grafana dashboard")
+    assets.add_argument("dir", metavar="DIR", help="directory to write them into (created if missing)")
+    assets.add_argument("--force", action="store_true", help="replace existing files that differ")
     return parser
 
 
@@ -84,6 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from demo.launcher import run_demo
 
         return run_demo(args)
+    if args.command == "assets":
+        from monitor.deploy.files import run_assets
+
+        return run_assets(args)
     if args.command == "watch":
         from monitor.app import run_watch
 
