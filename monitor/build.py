@@ -52,7 +52,7 @@ from monitor.roles import detect_role, label_ci, run_info_names
 from monitor.settings import Settings
 from monitor.store import Series, Span, Store
 
-__all__ = ["Baseline", "EvalLog", "observe_evals", "build_dashboard", "MEDIAN_WINDOW_S", "RECENT_RATE_S"]
+__all__ = ["Baseline", "EvalLog", "observe_evals", "build_dashboard", "gpu_hour_price", "MEDIAN_WINDOW_S", "RECENT_RATE_S"]
 
 MEDIAN_WINDOW_S = 600.0  # the rollout rate's reference: its median over the last 10 minutes
 RECENT_RATE_S = 30.0  # "the rollout rate now", for the rate-drop alert: mean over the last 30 s
@@ -503,6 +503,21 @@ def _targets(store: Store, health: Sequence[TargetHealth], settings: Settings) -
     return out
 
 
+def gpu_hour_price(store: Store, settings: Settings, target: str, role: str | None) -> float:
+    """$/GPU-hour of GPU-seconds with ``role`` label on ``target``: config > exporter's gauge > default.
+
+    ``role`` None or "" matches a price gauge without a role label.
+    """
+    price = settings.prices.get(role) if role else None
+    if price is not None:
+        return price
+    for s in store.series(target, schema.GPU_HOUR_PRICE.name):
+        if (s.labels.get("role") or None) == (role or None) and (last := s.last()) is not None \
+                and math.isfinite(last[1]):
+            return last[1]
+    return schema.DEFAULT_GPU_HOUR_PRICE
+
+
 def _cost_series(store: Store, settings: Settings, roles: Mapping[str, str | None]
                  ) -> list[tuple[str, str, Series, float]]:
     """(target, role, series, price) per GPU-seconds series. Price: config > exporter's gauge > default.
@@ -511,16 +526,12 @@ def _cost_series(store: Store, settings: Settings, roles: Mapping[str, str | Non
     """
     out: list[tuple[str, str, Series, float]] = []
     for target in store.targets():
-        series = _series(store, target, GPU_SECONDS)
-        if not series:
-            continue
-        gauges = {s.labels.get("role"): s.last() for s in store.series(target, schema.GPU_HOUR_PRICE.name)}
-        for s in series:
-            role = s.labels.get("role") or roles.get(target) or "unknown"
+        for s in _series(store, target, GPU_SECONDS):
+            label = s.labels.get("role")
+            role = label or roles.get(target) or "unknown"
             price = settings.prices.get(role)
             if price is None:
-                last = gauges.get(s.labels.get("role"))
-                price = last[1] if last is not None and math.isfinite(last[1]) else schema.DEFAULT_GPU_HOUR_PRICE
+                price = gpu_hour_price(store, settings, target, label)
             out.append((target, role, s, price))
     return out
 

@@ -16,8 +16,9 @@ from dataclasses import replace
 import httpx
 
 from monitor.alerts import evaluate
-from monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
+from monitor.build import Baseline, EvalLog, build_dashboard, gpu_hour_price, observe_evals
 from monitor.dashboard import Alert, Dashboard
+from monitor.evaluated import overlay
 from monitor.settings import Settings
 from monitor.sources.base import Source
 from monitor.sources.prometheus import PrometheusSource
@@ -45,9 +46,10 @@ class LiveFeed:
         self.store = store if store is not None else Store(max_series=settings.max_series)
         # Either source fills the same store with the same samples; nothing below here can tell which.
         self._scraper: Source
+        self._prometheus: PrometheusSource | None = None
         if settings.prometheus is not None:
-            self._scraper = PrometheusSource.from_settings(settings, store=self.store, transport=transport,
-                                                           clock=clock)
+            self._scraper = self._prometheus = PrometheusSource.from_settings(
+                settings, store=self.store, transport=transport, clock=clock)
         else:
             self._scraper = Scraper.from_settings(settings, store=self.store, transport=transport, clock=clock)
         self._evals = EvalLog()
@@ -68,10 +70,29 @@ class LiveFeed:
     async def dashboard(self, *, window_s: float) -> Dashboard:
         settings = self._settings
         self._evals = observe_evals(self.store, settings, previous=self._evals)
-        d = build_dashboard(self.store, self._scraper.health(), settings, now=self._clock(), window_s=window_s,
+        now = self._clock()
+        d = build_dashboard(self.store, self._scraper.health(), settings, now=now, window_s=window_s,
                             baseline=self._baseline, evals=self._evals)
+        if self._prometheus is not None:
+            d = self._server_side(d, now=now, window_s=window_s)
         self._alerts = evaluate(d, settings.thresholds, previous=self._alerts, marginal_k=settings.marginal_k)
         return replace(d, alerts=self._alerts)
+
+    def _server_side(self, d: Dashboard, *, now: float, window_s: float) -> Dashboard:
+        """Prometheus's own rates, increases and quantiles over this window, when its last answer is current.
+
+        A window switch or a failing server leaves the stored data's numbers
+        until the next good poll has evaluated the new window.
+        """
+        source = self._prometheus
+        assert source is not None
+        source.set_window(window_s)
+        ev = source.evaluated()
+        interval = self._settings.interval_s
+        if ev is None or not ev.fresh(now=now, window_s=window_s, max_age_s=max(3 * interval, interval + 5.0)):
+            return d
+        store, settings = self.store, self._settings
+        return overlay(d, ev, price=lambda target, role: gpu_hour_price(store, settings, target, role))
 
     def set_interval(self, interval_s: float) -> None:
         self._scraper.set_interval(interval_s)

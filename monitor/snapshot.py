@@ -45,7 +45,9 @@ async def collect(settings: Settings, *, over: float, feed: LiveFeed | None = No
         await asyncio.sleep(over)
         d = await feed.dashboard(window_s=settings.window_s)
         first = _first_data(feed.store)
-        if first is not None:
+        # Through Prometheus the server evaluates over the window, shortened by the source itself to the
+        # data's age; a shorter window here would only miss that answer.
+        if first is not None and settings.prometheus is None:
             # The range PromQL would need for these points: first scrape to now, plus half an interval
             # so the first point sits inside it and rate() reads the plain slope. (Not d.started_at:
             # that is the run's start when the exporters tell it, long before this snapshot began.)

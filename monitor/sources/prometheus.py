@@ -42,12 +42,15 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import httpx
 
 from exporters import schema
-from monitor.dashboard import TargetHealth
+from monitor import promql
+from monitor.dashboard import Point, TargetHealth
+from monitor.evaluated import PER_TARGET, Evaluated
 from monitor.parse import Labels, Sample
 from monitor.settings import Settings, Target
 from monitor.sources._http import BearerTokenFile, FetchError, connect_message, make_client, read_capped, short
@@ -58,6 +61,7 @@ __all__ = [
     "PrometheusSource",
     "series_selector",
     "parse_matrix",
+    "parse_vector",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_OVERLAP_S",
     "TARGET_LABELS",
@@ -68,6 +72,7 @@ DEFAULT_OVERLAP_S = 10.0  # Prometheus's default scrape_timeout: a scrape's samp
 _BACKFILL_MIN_TIMEOUT_S = 10.0  # the window's history is a bigger query than one interval's
 _GONE_MIN_S = 30.0  # no `up` for max(this, 3 scrape spacings) behind the others: no longer scraped
 _THREAD_DECODE_BYTES = 256 * 1024
+_CHART_POINTS = 120  # as build_dashboard's chart
 _ERROR_BODY_BYTES = 64 * 1024  # an error answer's body is read this far, for the API's reason
 
 _UP = "up"
@@ -95,8 +100,8 @@ def _duration(seconds: float) -> str:
     return f"{max(1, math.ceil(seconds * 1000))}ms"
 
 
-def parse_matrix(body: bytes) -> list[dict[str, Any]]:
-    """The ``result`` of an instant query that returned a matrix; a clear error for anything else."""
+def _result(body: bytes, kind: str) -> list[dict[str, Any]]:
+    """The ``result`` of a query answer of ``kind`` (matrix or vector); a clear error for anything else."""
     try:
         doc = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
@@ -110,10 +115,20 @@ def parse_matrix(body: bytes) -> list[dict[str, Any]]:
             raise FetchError(f"query failed: {error_type or 'error'}: {error or ''}".rstrip(": "))
         raise FetchError("not a Prometheus API answer (no status)")
     data = doc.get("data")
-    if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+    if not isinstance(data, dict) or data.get("resultType") != kind or not isinstance(data.get("result"), list):
         got = data.get("resultType") if isinstance(data, dict) else type(data).__name__
-        raise FetchError(f"expected a matrix from the query, got {got!r}")
+        raise FetchError(f"expected a {kind} from the query, got {got!r}")
     return data["result"]
+
+
+def parse_matrix(body: bytes) -> list[dict[str, Any]]:
+    """The ``result`` of a query that returned a matrix (a range selector, or a range query)."""
+    return _result(body, "matrix")
+
+
+def parse_vector(body: bytes) -> list[dict[str, Any]]:
+    """The ``result`` of an instant query that returned a vector."""
+    return _result(body, "vector")
 
 
 @dataclass(slots=True)
@@ -153,6 +168,7 @@ class PrometheusSource:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         overlap_s: float = DEFAULT_OVERLAP_S,
         backfill: bool = True,
+        evaluate: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
@@ -174,6 +190,9 @@ class PrometheusSource:
         self._max_body = max_body_bytes
         self._overlap = float(overlap_s)
         self._backfill = backfill
+        self._evaluate = evaluate
+        self._evaluated: Evaluated | None = None
+        self._first_ts = math.inf  # the oldest Prometheus scrape time stored (a backfill's start)
         self._clock = clock
         self._sleep = sleep
         self._selector = series_selector()
@@ -250,6 +269,16 @@ class PrometheusSource:
             raise ValueError(f"interval_s must be positive, got {interval_s!r}")
         self._interval = float(interval_s)
 
+    def set_window(self, window_s: float) -> None:
+        """The window the server evaluates rates and quantiles over, from the next poll."""
+        if not window_s > 0:
+            raise ValueError(f"window_s must be positive, got {window_s!r}")
+        self._window = float(window_s)
+
+    def evaluated(self) -> Evaluated | None:
+        """The last poll's server-side answers (rate, increase, histogram_quantile); None before one."""
+        return self._evaluated
+
     async def aclose(self) -> None:
         if self._closed:
             return
@@ -296,19 +325,15 @@ class PrometheusSource:
         else:
             lookback = min(max(self._window, self._interval), began - self._last_poll + self._overlap)
         t0 = time.perf_counter()
+        at, window = self._clock(), self._window
         try:
-            try:
-                series = await self._query(lookback, backfill=backfilling)
-            except FetchError as exc:
-                if not backfilling or not str(exc).startswith("body exceeds"):
-                    raise
-                # The window's history is too big for the cap: go on without it rather than not at all.
-                self._backfill = False
-                series = await self._query(self._interval + self._overlap, backfill=False)
+            series, answers = await asyncio.gather(self._raw(lookback, backfilling), self._evaluate_at(at, window))
         except FetchError as exc:
             self._fail(short(f"Prometheus {self._server.name}: {exc}"), time.perf_counter() - t0)
             return
         self._ingest(series)
+        if answers is not None:
+            self._evaluated = self._read_evaluation(at, window, *answers)
         self._last_poll = began
         self._failures = 0
         self._server_up, self._server_error = True, None
@@ -321,17 +346,94 @@ class PrometheusSource:
         self._server_last = self._clock()
         self._server_seconds = seconds
 
+    async def _raw(self, lookback_s: float, backfilling: bool) -> list[dict[str, Any]]:
+        """Every raw sample of the last ``lookback_s``; a backfill too big for the cap is given up, not fatal."""
+        try:
+            return await self._query(lookback_s, backfill=backfilling)
+        except FetchError as exc:
+            if not backfilling or not str(exc).startswith("body exceeds"):
+                raise
+            # The window's history is too big for the cap: go on without it rather than not at all.
+            self._backfill = False
+            return await self._query(self._interval + self._overlap, backfill=False)
+
     async def _query(self, lookback_s: float, *, backfill: bool) -> list[dict[str, Any]]:
-        client = self._client
-        if isinstance(client, str):
-            raise FetchError(client)
         timeout = effective_timeout(self._interval, self._timeout)
         if backfill:
             timeout = max(timeout, _BACKFILL_MIN_TIMEOUT_S)
         params = {"query": f"{self._selector}[{_duration(lookback_s)}]"}
+        body = await self._get("/api/v1/query", params, timeout=timeout)
+        if len(body) > _THREAD_DECODE_BYTES:  # a big answer must not freeze the TUI's loop
+            return await asyncio.to_thread(parse_matrix, body)
+        return parse_matrix(body)
+
+    async def _evaluate_at(self, at: float, window: float
+                           ) -> tuple[float, list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """The server's answers at ``at``: one instant query for every windowed number, one range query
+        for the rollout-rate chart. None when evaluation is off."""
+        if not self._evaluate or self._first_ts == math.inf:
+            return None  # off, or nothing stored yet to say how far back the data goes: from the next poll
+        timeout = effective_timeout(self._interval, self._timeout)
+        spacing = max((r.up_spacing for r in self._remotes.values()), default=0.0)
+        # PromQL divides an increase by the whole range: over a window longer than the data held (a run
+        # younger than the window) rate() would read low by that ratio. The range starts, as the stored
+        # data's rates do, half a scrape before the oldest sample Prometheus has for the fleet.
+        span = at - self._first_ts + max(spacing, self._interval) / 2
+        range_s = window if not span < window else max(span, 2 * max(spacing, self._interval))
+        step = max(2 * self._interval, range_s / _CHART_POINTS)
+        # Each chart point is a rate over two steps, or over enough scrapes for rate() to have two samples.
+        chart_range = max(2 * step, 2.5 * spacing)
+        instant = {"query": promql.combine(promql.instant_queries(range_s)), "time": f"{at:.3f}"}
+        ranged = {"query": promql.rollout_rate_chart(chart_range), "start": f"{at - range_s:.3f}",
+                  "end": f"{at:.3f}", "step": f"{step:.3f}"}
+        vector_body, matrix_body = await asyncio.gather(
+            self._get("/api/v1/query", instant, timeout=timeout),
+            self._get("/api/v1/query_range", ranged, timeout=timeout))
+        return range_s, parse_vector(vector_body), parse_matrix(matrix_body)
+
+    def _read_evaluation(self, at: float, window: float, range_s: float, vector: list[dict[str, Any]],
+                         matrix: list[dict[str, Any]]) -> Evaluated:
+        """The answers keyed for the Dashboard: per-target ones by the target's name; non-finite ones dropped."""
+        fleet: dict[str, float] = {}
+        by_target: dict[str, dict[str, float]] = defaultdict(dict)
+        gpus: list[tuple[str, str, float]] = []
+        for item in vector:
+            try:
+                metric, (_, text) = item["metric"], item["value"]
+                key, value = metric.get(promql.Q_LABEL), float(text)
+            except (TypeError, KeyError, ValueError, AttributeError):
+                continue  # not ours, or malformed: the stored data's number stands
+            if not isinstance(key, str) or not math.isfinite(value):
+                continue
+            if key in PER_TARGET or key == "gpus":
+                remote = self._remotes.get((metric.get("job", ""), metric.get("instance", "")))
+                if remote is None:
+                    continue
+                if key == "gpus":
+                    gpus.append((remote.name, str(metric.get("role") or "unknown"), value))
+                else:
+                    by_target[key][remote.name] = value
+            else:
+                fleet[key] = value
+        chart: list[Point] = []
+        for item in matrix[:1]:  # sum(...) answers one series (none while nothing rolls out)
+            if isinstance(item, dict):
+                chart = [p for p in _points(item.get("values") or []) if math.isfinite(p[1])]
+        return Evaluated(at=at, window_s=window, range_s=range_s, fleet=MappingProxyType(fleet),
+                         by_target=MappingProxyType({k: MappingProxyType(v) for k, v in by_target.items()}),
+                         gpus=tuple(gpus), rollout_rate_series=tuple(chart))
+
+    async def _get(self, path: str, params: Mapping[str, str], *, timeout: float) -> bytes:
+        """One GET of the query API under one deadline; every failure is a ``FetchError`` saying why.
+
+        GET, not POST, even for the long combined query: a GET is safely sent
+        again when a kept-alive connection turns out closed."""
+        client = self._client
+        if isinstance(client, str):
+            raise FetchError(client)
         try:
             async with asyncio.timeout(timeout):
-                request = client.build_request("GET", self._base + "/api/v1/query", params=params,
+                request = client.build_request("GET", self._base + path, params=params,
                                                headers={"Accept-Encoding": "gzip"}, timeout=timeout)
                 response = await client.send(request, auth=self._auth, stream=True)
                 try:
@@ -351,9 +453,7 @@ class PrometheusSource:
             raise FetchError(connect_message(exc)) from None
         except httpx.HTTPError as exc:
             raise FetchError(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
-        if len(body) > _THREAD_DECODE_BYTES:  # a big answer must not freeze the TUI's loop
-            return await asyncio.to_thread(parse_matrix, body)
-        return parse_matrix(body)
+        return body
 
     # -- into the store ----------------------------------------------------------
 
@@ -439,6 +539,7 @@ class PrometheusSource:
             if ts <= remote.ingested_ts:
                 continue  # seen in an earlier, overlapping poll
             result = self._store.ingest(remote.name, ts, by_ts[ts])
+            self._first_ts = min(self._first_ts, ts)
             remote.ingested_ts = ts
             dropped = result.dropped_series
         if dropped is not None:

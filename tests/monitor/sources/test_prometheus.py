@@ -23,6 +23,7 @@ import pytest
 from exporters.rollout import RolloutExporter
 from exporters.serve import MetricsServer, serve
 from exporters.trainer import TrainerExporter
+from monitor import promql
 from monitor.build import build_dashboard
 from monitor.config import prometheus_from_url
 from monitor.dashboard import Dashboard
@@ -194,18 +195,49 @@ async def test_a_dashboard_through_prometheus_agrees_with_direct_scraping_and_wi
         health = via._scraper.health()  # noqa: SLF001 - the same health the feed builds with
         mine = build_dashboard(store, health, via.settings, now=at, window_s=window)
 
-        def promql(expr: str) -> float:
+        def at_common(expr: str) -> float:
             result = prom.api("query", query=expr, time=f"{at:.3f}")["result"]  # type: ignore[attr-defined]
             return float(result[0]["value"][1])
 
         assert mine.rollout_rate_per_s == pytest.approx(
-            promql(f"sum(rate({ROLLOUTS}[{window_ms}ms]))"), rel=0.01)
-        assert mine.weight_sync_p99_s == pytest.approx(promql(
+            at_common(f"sum(rate({ROLLOUTS}[{window_ms}ms]))"), rel=0.01)
+        assert mine.weight_sync_p99_s == pytest.approx(at_common(
             f"histogram_quantile(0.99, sum by (le) (rate(posttrain_weight_sync_seconds_bucket[{window_ms}ms])))"),
             rel=0.01)
-        assert mine.weight_sync_p50_s == pytest.approx(promql(
+        assert mine.weight_sync_p50_s == pytest.approx(at_common(
             f"histogram_quantile(0.5, sum by (le) (rate(posttrain_weight_sync_seconds_bucket[{window_ms}ms])))"),
             rel=0.01)
+
+        # Live through Prometheus, the windowed numbers are evaluated by Prometheus (rate, increase,
+        # histogram_quantile at the feed's now over the window) and the Dashboard shows exactly those.
+        live = await via.dashboard(window_s=60)
+        ev = via._prometheus.evaluated()  # noqa: SLF001
+        assert ev is not None and ev.window_s == 60 and live.now - ev.at < 3
+        assert live.rollout_rate_per_s == sum(ev.by_target["rollouts"].values())
+        assert {w.name: w.rollouts_per_s for w in live.workers} == dict(ev.by_target["rollouts"])
+        assert live.weight_sync_p99_s == ev.fleet["sync_p99"] and live.weight_sync_count == 3
+        assert live.burn_dollars_per_hour == pytest.approx(burn, rel=0.02)  # GPUs x each role's price gauge
+        # ... and they are what Prometheus answers for the same expressions at that time (a scrape that had
+        # begun but not ended when the source asked can add a sample: 2%).
+
+        def at_ev(expr: str) -> float:
+            result = prom.api("query", query=expr, time=f"{ev.at:.3f}")["result"]  # type: ignore[attr-defined]
+            return float(result[0]["value"][1])
+
+        # The range is the data's age here, not the 60 s window: PromQL divides by the whole range.
+        assert ev.range_s < 60
+        r = promql.duration(ev.range_s)
+        assert ev.fleet["sync_p99"] == pytest.approx(at_ev(
+            f"histogram_quantile(0.99, sum by (le) (rate(posttrain_weight_sync_seconds_bucket[{r}])))"), rel=0.02)
+        assert live.rollout_rate_per_s == pytest.approx(at_ev(f"sum(rate({ROLLOUTS}[{r}]))"), rel=0.02)
+        # The chart is a range query over the window, one point per step.
+        assert len(live.rollout_rate_series) >= 5
+        assert all(ev.at - 60 <= t <= ev.at for t, _ in live.rollout_rate_series)
+        assert live.rollout_rate_series[-1][1] == pytest.approx(total, rel=0.2)
+        # A new window is asked for from the next poll; meanwhile the stored samples speak.
+        await via.dashboard(window_s=30)
+        await until(lambda: via._prometheus.evaluated().window_s == 30, what="a poll over the new window")  # noqa: SLF001
+        assert (await via.dashboard(window_s=30)).rollout_rate_per_s == pytest.approx(total, rel=0.1)
     finally:
         await direct.aclose()
         await via.aclose()
@@ -325,16 +357,36 @@ def fleet_answer(t: float, *, rollouts: float = 10.0, up: float = 1.0) -> bytes:
     )
 
 
-class Answers:
-    """A Prometheus query API that answers from a queue, recording each query."""
+def vector(*items: tuple[dict[str, str], float | str], t: float = 1_700_000_100.0) -> bytes:
+    result = [{"metric": m, "value": [t, str(v)]} for m, v in items]
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
 
-    def __init__(self, *answers: httpx.Response | bytes | Exception) -> None:
+
+class Answers:
+    """A Prometheus query API that answers raw-sample queries from a queue, recording each query.
+
+    The server-side evaluation (the combined instant query, the chart's range
+    query) gets ``evaluation`` and ``chart``: by default nothing evaluated.
+    """
+
+    def __init__(self, *answers: httpx.Response | bytes | Exception, evaluation: bytes = vector(),
+                 chart: bytes = matrix()) -> None:
         self.answers = list(answers)
         self.queries: list[str] = []
+        self.evaluation, self.chart = evaluation, chart
+        self.evaluations: list[dict[str, str]] = []
+        self.ranges: list[dict[str, str]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        assert request.url.path == "/api/v1/query"
-        self.queries.append(request.url.params["query"])
+        params = dict(request.url.params)
+        if request.url.path.endswith("/api/v1/query_range"):
+            self.ranges.append(params)
+            return httpx.Response(200, content=self.chart, headers={"content-type": "application/json"})
+        assert request.url.path.endswith("/api/v1/query")
+        if promql.Q_LABEL in params["query"]:
+            self.evaluations.append(params)
+            return httpx.Response(200, content=self.evaluation, headers={"content-type": "application/json"})
+        self.queries.append(params["query"])
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
         if isinstance(answer, Exception):
             raise answer
@@ -545,19 +597,23 @@ async def test_non_finite_values_and_malformed_points_are_data_or_skipped_never_
 async def test_credentials_go_to_the_server_and_a_missing_token_file_says_so(tmp_path: object) -> None:
     seen: list[str | None] = []
     paths: list[str] = []
+    answers = Answers(fleet_answer(1_700_000_000.0))
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request.headers.get("authorization"))
         paths.append(request.url.path)
-        return httpx.Response(200, content=fleet_answer(1_700_000_000.0))
+        return answers(request)
 
     token = tmp_path / "token"  # type: ignore[operator]
     token.write_text("t0ken\n")
     server = Target(name="prom:9090", url="https://prom:9090/prefix", bearer_token_file=str(token))
     src = PrometheusSource(server, store=Store(), transport=httpx.MockTransport(handler))
     await src.scrape_once()
-    assert seen == ["Bearer t0ken"]
-    assert paths == ["/prefix/api/v1/query"]  # the URL's path is the API's prefix (a proxy, Mimir)
+    await src.scrape_once()
+    # Raw samples; then raw samples, the evaluated numbers and the chart's range query.
+    assert seen == ["Bearer t0ken"] * 4
+    # The URL's path is the API's prefix (a proxy, Mimir).
+    assert sorted(paths) == ["/prefix/api/v1/query"] * 3 + ["/prefix/api/v1/query_range"]
     token.unlink()
     await src.scrape_once()
     assert {h.error for h in src.health()} == {f"Prometheus prom:9090: bearer token file {token}: "
@@ -581,4 +637,106 @@ async def test_a_target_over_the_series_cap_keeps_what_fit_and_says_so() -> None
     (row,) = src.health()
     assert (row.up, row.series, row.dropped_series) == (False, 3, 2)
     assert row.error == "series limit 3 reached: 2 new series dropped"
+    await src.aclose()
+
+
+# --- server-side evaluation (MockTransport) -------------------------------------------------------
+
+T0 = 1_700_000_000.0  # the Prometheus scrape in fleet_answer
+NOW = 1_700_000_100.0  # the source's and the feed's clock
+
+
+def evaluation_answer() -> bytes:
+    """What Prometheus answers to the combined instant query (each answer tagged by ``ptmon_q``)."""
+    q = promql.Q_LABEL
+    return vector(
+        ({q: "rollouts", "job": "w", "instance": "a:1"}, 12.5),
+        ({q: "rollouts", "job": "gone", "instance": "x:1"}, 99.0),  # a target not in the raw answer: ignored
+        ({q: "rollout_tokens", "job": "w", "instance": "a:1"}, 1250.0),
+        ({q: "sync_p99"}, 7.0),
+        ({q: "sync_p50"}, "NaN"),  # no sync in the window: histogram_quantile's NaN is no answer
+        ({q: "sync_count"}, 3.3),  # increase() extrapolates: shown as whole syncs
+        ({q: "gpus", "job": "t", "instance": "b:1", "role": "trainer"}, 8.0),
+        ({q: "gpus", "job": "w", "instance": "a:1", "role": "rollout"}, 4.0),
+        ({"__name__": "unrelated"}, 1.0),
+    )
+
+
+def feed_on(answers: Answers, *, prices: dict[str, float] | None = None, clock: Callable[[], float] = lambda: NOW
+            ) -> LiveFeed:
+    from types import MappingProxyType
+    settings = Settings(prometheus=SERVER, interval_s=1.0, prices=MappingProxyType(prices or {}))
+    return LiveFeed(settings, clock=clock, transport=answers.transport())
+
+
+async def test_windowed_numbers_are_evaluated_by_the_server_and_shown() -> None:
+    chart = matrix(({}, [(NOW - 4, 11.0), (NOW - 2, 12.0), (NOW, "NaN")]))
+    answers = Answers(fleet_answer(T0), evaluation=evaluation_answer(), chart=chart)
+    feed = feed_on(answers, prices={"trainer": 2.5})
+    await feed.collect_once()
+    assert answers.evaluations == []  # nothing stored yet to say how old the data is: from the next poll
+    local = await feed.dashboard(window_s=300)
+    await feed.collect_once()
+    d = await feed.dashboard(window_s=300)
+
+    # One instant query at the feed's now, over the data's age (100 s + half a poll), not the 300 s
+    # window: PromQL divides by the range, so a run younger than the window would read low.
+    (asked,) = answers.evaluations
+    assert asked["time"] == f"{NOW:.3f}" and "[100500ms]" in asked["query"]
+    assert 'histogram_quantile(0.99, sum by (le) (rate(posttrain_weight_sync_seconds_bucket[100500ms])))' \
+        in asked["query"]
+    (chart_q,) = answers.ranges
+    assert (float(chart_q["start"]), float(chart_q["end"]), float(chart_q["step"])) == (NOW - 100.5, NOW, 2.0)
+    assert chart_q["query"].startswith("sum (rate(posttrain_rollouts_total[")
+
+    assert d.rollout_rate_per_s == 12.5 and [(w.name, w.rollouts_per_s) for w in d.workers] == [("a:1", 12.5)]
+    assert d.rollout_tokens_per_s == 1250.0 and d.workers[0].tokens_per_s == 1250.0
+    assert d.weight_sync_p99_s == 7.0 and d.weight_sync_count == 3.0
+    assert d.weight_sync_p50_s == local.weight_sync_p50_s is None  # NaN: the stored data's (no) answer stands
+    # Burn: GPUs in use (server-side rate of GPU-seconds) x price: ptmon's config for the trainer (2.5),
+    # the default for a rollout worker that exposes no price gauge.
+    from exporters import schema
+    assert d.burn_dollars_per_hour == pytest.approx(8 * 2.5 + 4 * schema.DEFAULT_GPU_HOUR_PRICE)
+    assert d.dollars_per_million_rollout_tokens == pytest.approx(d.burn_dollars_per_hour / (1250 * 3600) * 1e6)
+    assert d.rollout_rate_series == ((NOW - 4, 11.0), (NOW - 2, 12.0))
+    assert d.rollout_error_rate_per_s == 0.0  # rollouts counted, none an error
+    await feed.aclose()
+
+
+async def test_a_new_window_or_an_old_answer_falls_back_to_the_stored_samples() -> None:
+    now = [NOW]
+    answers = Answers(fleet_answer(T0), evaluation=evaluation_answer())
+    feed = feed_on(answers, clock=lambda: now[0])
+    for _ in range(2):
+        await feed.collect_once()
+    assert (await feed.dashboard(window_s=300)).weight_sync_p99_s == 7.0
+    # Another window: the answer is for 300 s; until the next poll asks for 60 s the store's numbers show.
+    assert (await feed.dashboard(window_s=60)).weight_sync_p99_s is None
+    await feed.collect_once()
+    assert "[60s]" in answers.evaluations[-1]["query"]
+    assert (await feed.dashboard(window_s=60)).weight_sync_p99_s == 7.0
+    now[0] += 30  # Prometheus stopped answering 30 s ago: its last numbers are no longer "now"
+    assert (await feed.dashboard(window_s=60)).weight_sync_p99_s is None
+    await feed.aclose()
+
+
+async def test_an_evaluation_the_server_refuses_fails_the_poll_with_its_reason() -> None:
+    refused = json.dumps({"status": "error", "errorType": "bad_data", "error": "1:1: parse error"}).encode()
+    answers = Answers(fleet_answer(T0), evaluation=refused)
+    feed = feed_on(answers)
+    await feed.collect_once()  # raw samples only: fine
+    await feed.collect_once()
+    d = await feed.dashboard(window_s=300)
+    assert {(t.up, t.error) for t in d.targets} == {
+        (False, "Prometheus prom:9090: query failed: bad_data: 1:1: parse error")}
+    assert any(a.name == "target_down" for a in d.alerts)
+    await feed.aclose()
+
+
+async def test_evaluation_can_be_turned_off() -> None:
+    answers = Answers(fleet_answer(T0), evaluation=evaluation_answer())
+    src = source(answers, evaluate=False)
+    for _ in range(2):
+        await src.scrape_once()
+    assert answers.evaluations == [] and answers.ranges == [] and src.evaluated() is None
     await src.aclose()
