@@ -85,15 +85,21 @@ _OWN_PREFIX = os.path.commonprefix([schema.RUN_INFO.name, schema.ROLLOUTS.name, 
 PREFIXES = (_OWN_PREFIX, *schema.ENGINE_PREFIXES, schema.DCGM_PREFIX)
 
 _Key = tuple[str, str]  # (job, instance)
+# Series nothing on the Dashboard reads: not fetched (each rollout worker's rollout-time buckets, per env,
+# are about 30% of what it exposes).
+UNREAD = (schema.ROLLOUT_SECONDS.bucket,)
 
 
-def series_selector(prefixes: tuple[str, ...] = PREFIXES) -> str:
+def series_selector(prefixes: tuple[str, ...] = PREFIXES, *, exclude: tuple[str, ...] = UNREAD) -> str:
     """The PromQL selector for what ptmon reads: its metrics, engines, DCGM, and scrape health."""
-    for p in prefixes:
+    for p in (*prefixes, *exclude):
         if not all(c.isalnum() or c in "_:" for c in p):  # no regex or quoting needed for these
-            raise ValueError(f"metric prefix {p!r}: only letters, digits, '_' and ':'")
+            raise ValueError(f"metric name or prefix {p!r}: only letters, digits, '_' and ':'")
     alternatives = [f"{p}.*" for p in prefixes] + sorted(_META)
-    return '{__name__=~"' + "|".join(alternatives) + '"}'
+    selector = '{__name__=~"' + "|".join(alternatives) + '"'
+    if exclude:
+        selector += ', __name__!~"' + "|".join(exclude) + '"'
+    return selector + "}"
 
 
 def _duration(seconds: float) -> str:

@@ -24,7 +24,8 @@ from prometheus_client import generate_latest
 from exporters.rollout import RolloutExporter
 from monitor.parse import ExpositionParser, parse
 from monitor.settings import Target
-from monitor.sources.prometheus import PrometheusSource, parse_matrix
+from monitor import promql
+from monitor.sources.prometheus import UNREAD, PrometheusSource, parse_matrix, parse_vector
 from monitor.store import Store
 
 __all__ = ["main"]
@@ -32,12 +33,14 @@ __all__ = ["main"]
 ENVS = ("math", "code")
 
 
-def _rounds(workers: int, rounds: int, points: int) -> tuple[list[list[str]], list[bytes]]:
-    """Per round: the text of every target, and the Prometheus answer holding the same samples."""
+def _rounds(workers: int, rounds: int, points: int) -> tuple[list[list[str]], list[bytes], list[bytes]]:
+    """Per round: the text of every target, the Prometheus answer holding the same samples, and the
+    answer to the selector ptmon sends since server-side evaluation (the series nothing reads left out)."""
     fleet = [RolloutExporter(run="r", model="m", algorithm="grpo", gpus=4, gpu_hour_price=2.0)
              for _ in range(workers)]
     texts: list[list[str]] = []
     answers: list[bytes] = []
+    read: list[bytes] = []
     t0 = 1_700_000_000.0
     history: list[dict[tuple[str, str, tuple], list]] = []
     for r in range(rounds + points):
@@ -61,9 +64,26 @@ def _rounds(workers: int, rounds: int, points: int) -> tuple[list[list[str]], li
             for i in range(workers):
                 result.append({"metric": {"__name__": "up", "job": "rollout", "instance": f"127.0.0.1:{9000 + i}"},
                                "values": [[t0 + r - p, "1"] for p in reversed(range(points))]})
-            answers.append(json.dumps({"status": "success", "data": {"resultType": "matrix",
-                                                                     "result": result}}).encode())
-    return texts[:rounds], answers[:rounds]
+            for out, items in ((answers, result), (read, [x for x in result if x["metric"]["__name__"] not in UNREAD])):
+                out.append(json.dumps({"status": "success", "data": {"resultType": "matrix",
+                                                                     "result": items}}).encode())
+    return texts[:rounds], answers[:rounds], read[:rounds]
+
+
+def _evaluation(workers: int) -> tuple[bytes, bytes]:
+    """The server-side answers of one poll: per-target rates and GPUs, the fleet numbers, a 120-point chart."""
+    items = []
+    for i in range(workers):
+        target = {"job": "rollout", "instance": f"127.0.0.1:{9000 + i}"}
+        items += [{"metric": {promql.Q_LABEL: "rollouts", **target}, "value": [0, "4.5"]},
+                  {"metric": {promql.Q_LABEL: "rollout_tokens", **target}, "value": [0, "450.5"]},
+                  {"metric": {promql.Q_LABEL: "gpus", "role": "rollout", **target}, "value": [0, "4"]}]
+    items += [{"metric": {promql.Q_LABEL: key}, "value": [0, "1.25"]} for key in promql.instant_queries(300)
+              if key not in ("rollouts", "rollout_tokens", "gpus", "engine_tokens")]
+    vector = json.dumps({"status": "success", "data": {"resultType": "vector", "result": items}}).encode()
+    chart = [{"metric": {}, "values": [[1_700_000_000 + 2.5 * k, "288.0"] for k in range(120)]}]
+    matrix = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": chart}}).encode()
+    return vector, matrix
 
 
 def _direct(texts: list[list[str]]) -> float:
@@ -90,6 +110,20 @@ def _via_prometheus(answers: list[bytes]) -> float:
     return best
 
 
+def _via_prometheus_now(answers: list[bytes], evaluation: tuple[bytes, bytes]) -> float:
+    """A poll as ptmon makes it now: the raw samples it reads, plus the server-side answers."""
+    src = PrometheusSource(Target(name="p", url="http://p:9090"), store=Store())
+    vector, matrix = evaluation
+    best = float("inf")
+    for r, body in enumerate(answers):
+        t = time.perf_counter()
+        src._ingest(parse_matrix(body))  # noqa: SLF001 - the poll minus the HTTP exchanges
+        src._read_evaluation(1.0, 300.0, 300.0, parse_vector(vector), parse_matrix(matrix))  # noqa: SLF001
+        if r:
+            best = min(best, time.perf_counter() - t)
+    return best
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=64)
@@ -98,16 +132,20 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     gc.collect()
     for points in args.points:
-        texts, answers = _rounds(args.workers, args.rounds, points)
+        texts, answers, read = _rounds(args.workers, args.rounds, points)
+        evaluation = _evaluation(args.workers)
         # Interleave the two, three times, and keep each one's best round: a shared, loaded machine
         # slows whichever runs during a spike, not one side systematically.
         direct = min(_direct(texts) for _ in range(3))
         via = min(_via_prometheus(answers) for _ in range(3))
+        now = min(_via_prometheus_now(read, evaluation) for _ in range(3))
         text_bytes = sum(len(b.encode()) for b in texts[-1])
         print(f"{args.workers} targets, {points} point(s) per series per poll: "
               f"direct {direct * 1e3:.1f} ms/round ({text_bytes / 1e6:.2f} MB of text), "
               f"via Prometheus {via * 1e3:.1f} ms/poll ({len(answers[-1]) / 1e6:.2f} MB of JSON): "
-              f"ratio {via / direct:.2f}x")
+              f"ratio {via / direct:.2f}x; as polled now (unread series left out, server-side answers "
+              f"{sum(map(len, evaluation)) / 1e3:.0f} kB) {now * 1e3:.1f} ms ({len(read[-1]) / 1e6:.2f} MB): "
+              f"ratio {now / direct:.2f}x")
 
 
 if __name__ == "__main__":

@@ -158,6 +158,9 @@ async def test_a_dashboard_through_prometheus_agrees_with_direct_scraping_and_wi
         assert b.weight_sync_count == a.weight_sync_count == 3
         assert b.weight_sync_failures == a.weight_sync_failures == 0
         assert sorted(w.name for w in b.workers) == sorted(w.name for w in a.workers)
+        worker = b.workers[0].name
+        unread = "posttrain_rollout_seconds_bucket"
+        assert a.workers and direct.store.series(worker, unread) and not via.store.series(worker, unread)
         # Spend is the total at each side's newest sample; Prometheus's is older by at most its scrape
         # interval plus our poll interval (1 s): allow 2 s of burn.
         burn = 8 * 3.0 + 2 * 4 * 2.0  # $/h
@@ -573,6 +576,7 @@ def test_parse_matrix_and_selector() -> None:
         {"metric": {"__name__": "x"}, "values": [[1.5, "NaN"]]}]
     sel = series_selector()
     assert sel.startswith('{__name__=~"posttrain_.*|vllm:.*|') and "|up" in sel and "DCGM_FI_.*" in sel
+    assert sel.endswith(', __name__!~"posttrain_rollout_seconds_bucket"}')  # nothing reads them: not fetched
     with pytest.raises(ValueError, match="only letters"):
         series_selector(("a.b",))
 
