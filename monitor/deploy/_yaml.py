@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 __all__ = ["dump", "comment_block"]
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Plain words YAML 1.1 (Go's yaml.v2, which Prometheus uses) reads as booleans or null, not strings.
+_RESERVED = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
 
 
 def _scalar(value: object) -> str:
@@ -46,7 +48,7 @@ def _string(text: str) -> str:
 def _key(key: object) -> str:
     if not isinstance(key, str):
         raise TypeError(f"YAML mapping keys must be strings here, got {key!r}")
-    return key if _PLAIN_KEY.match(key) else _string(key)
+    return key if _PLAIN_KEY.match(key) and key.lower() not in _RESERVED else _string(key)
 
 
 def _is_block(value: object) -> bool:

@@ -93,9 +93,11 @@ def score_expr() -> str:
 def ipd_expr(window: str = IPD_WINDOW) -> str:
     """Intelligence per dollar over ``window``: score change / spend over the same samples x 1000.
 
-    ``delta`` and ``increase`` extrapolate the same way over the same range,
-    so on a run younger than the window this is the score gained per dollar
-    since the start (the TUI's number with the first eval as baseline); on an
+    Score change and spend come from the same range, so on a run younger
+    than the window this is the score gained per dollar since the start (the
+    TUI's number with the first eval as baseline, give or take half a scrape
+    interval: ``delta`` extrapolates the score half an interval before its
+    first sample, ``increase`` a counter born at 0 not below zero); on an
     older run, the last ``window``'s. Unknown while nothing was spent.
     """
     return (f"1000 * max by (benchmark) (delta({schema.EVAL_SCORE.name}[{window}])) "
@@ -185,7 +187,7 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
     target = "{{ with $labels.ptmon_name }}{{ . }} {{ end }}({{ $labels.instance }}, job {{ $labels.job }})"
     rules = [
         AlertRule("PtmonTargetDown", "target_down", "critical", f"up == 0 and {on} ({_trainers()})",
-                  "trainer " + target + " is down",
+                  target + " is down",
                   "Prometheus's last scrape of the trainer failed: no steps, syncs or spend are being reported."),
         AlertRule("PtmonTargetDown", "target_down", "warning",
                   f"(up == 0 and {on} ({_target_scope()})) unless {on} ({_trainers()})",
@@ -206,10 +208,10 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
     warn_s, crit_s = _n(th.weight_sync_p99_warn_s), _n(th.weight_sync_p99_critical_s)
     rules += [
         AlertRule("PtmonWeightSyncSlow", "weight_sync_slow", "critical", f"{p99} > {crit_s}",
-                  "weight-sync p99 {{ $value | humanize }} s > " + crit_s + " s",
+                  "weight-sync p99 {{ $value | printf \"%.3g\" }} s > " + crit_s + " s",
                   f"99th percentile of trainer-to-inference weight-sync time over {WINDOW}."),
         AlertRule("PtmonWeightSyncSlow", "weight_sync_slow", "warning", f"{p99} > {warn_s} <= {crit_s}",
-                  "weight-sync p99 {{ $value | humanize }} s > " + warn_s + " s",
+                  "weight-sync p99 {{ $value | printf \"%.3g\" }} s > " + warn_s + " s",
                   f"99th percentile of trainer-to-inference weight-sync time over {WINDOW}."),
     ]
 
@@ -235,7 +237,7 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
                   "The rollout rate fell to 0 from a positive 10-minute median."),
         AlertRule("PtmonRolloutRateDrop", "rollout_rate_drop", "warning",
                   f"({now} <= {ratio} * ({ref} > 0)) > 0",
-                  "rollout rate {{ $value | humanize }}/s is at or below " + f"{th.rollout_drop_ratio:.0%}"
+                  "rollout rate {{ $value | printf \"%.3g\" }}/s is at or below " + f"{th.rollout_drop_ratio:.0%}"
                   + " of its 10-minute median",
                   f"Rollouts/s over the last {recent} against the median of the last 10 minutes."),
     ]
@@ -244,7 +246,7 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
     rules.append(AlertRule(
         "PtmonMarginalIPD", "marginal_ipd", "warning",
         f"({marginal_ipd_expr()} <= {_n(th.marginal_ipd_min)}) and on (benchmark) ({evals})",
-        "{{ $labels.benchmark }}: marginal intelligence per dollar {{ $value | humanize }} points/$1k "
+        "{{ $labels.benchmark }}: marginal intelligence per dollar {{ $value | printf \"%.3g\" }} points/$1k "
         "(at or below " + _n(th.marginal_ipd_min) + "): money without progress",
         f"Least-squares score slope over the last {IPD_WINDOW} per dollar, judged once {k} evals are in it."))
 
@@ -253,7 +255,7 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
     rules.append(AlertRule(
         "PtmonEvalRegression", "eval_regression", "warning",
         f"{score} < max_over_time({score}[{_BEST_SCORE_WINDOW}]) - {drop}",
-        "{{ $labels.benchmark }} score {{ $value | humanize }} is more than " + drop
+        "{{ $labels.benchmark }} score {{ $value | printf \"%.3g\" }} is more than " + drop
         + " below its best of the last day",
         "The latest eval score regressed from the best one seen in the last day."))
     return rules

@@ -1,0 +1,112 @@
+"""The shipped files: committed = generated, written safely, installed with the package, valid to promtool."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from demo.launcher import Endpoint, write_sd_file
+from monitor.cli import main
+from monitor.deploy import ASSETS_DIR, AssetConflict, render_assets, write_assets
+from monitor.deploy.files import ALERTS_FILE, PROMETHEUS_CONFIG, RULES_FILE, TARGETS_DIR
+from tests.monitor.deploy.helpers import copy_assets, run
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_committed_assets_are_what_the_generator_writes_now() -> None:
+    rendered = render_assets()
+    on_disk = {p.name: p.read_text(encoding="utf-8") for p in ASSETS_DIR.iterdir() if p.is_file()}
+    assert sorted(on_disk) == sorted(rendered)
+    for name, text in rendered.items():
+        assert on_disk[name] == text, f"{name} is stale: run `python -m monitor.deploy monitor/deploy/assets --force`"
+
+
+def test_every_asset_is_package_data() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "monitor.deploy" in config["packages"] and "monitor.deploy.assets" in config["packages"]
+    patterns = config["package-data"]["monitor.deploy.assets"]
+    for name in render_assets():
+        assert any(fnmatch.fnmatch(name, p) for p in patterns), name
+
+
+def test_write_assets_writes_then_leaves_identical_files_alone(tmp_path: Path) -> None:
+    dest = tmp_path / "new" / "dir"
+    done = write_assets(dest)
+    assert [what for _, what in done] == ["wrote"] * 4
+    assert (dest / TARGETS_DIR).is_dir()
+    assert {p.name: p.read_text() for p in dest.iterdir() if p.is_file()} == render_assets()
+    assert [what for _, what in write_assets(dest)] == ["unchanged"] * 4
+
+
+def test_a_changed_file_is_refused_untouched_unless_forced(tmp_path: Path) -> None:
+    write_assets(tmp_path)
+    edited = tmp_path / RULES_FILE
+    edited.write_text("# my edits\n")
+    (tmp_path / ALERTS_FILE).unlink()
+    with pytest.raises(AssetConflict, match=RULES_FILE):
+        write_assets(tmp_path)
+    assert edited.read_text() == "# my edits\n"
+    assert not (tmp_path / ALERTS_FILE).exists()  # refused before writing anything
+    done = dict(write_assets(tmp_path, force=True))
+    assert done[str(edited)] == "replaced" and done[str(tmp_path / ALERTS_FILE)] == "wrote"
+    assert edited.read_text() == render_assets()[RULES_FILE]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp file left
+
+
+def test_ptmon_assets_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["assets", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for name in render_assets():
+        assert f"wrote     {tmp_path / name}" in out
+    (tmp_path / PROMETHEUS_CONFIG).write_text("global: {}\n")
+    assert main(["assets", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "ptmon assets:" in err and PROMETHEUS_CONFIG in err and "--force" in err
+    assert (tmp_path / PROMETHEUS_CONFIG).read_text() == "global: {}\n"
+    assert main(["assets", "--force", str(tmp_path)]) == 0
+    assert f"replaced  {tmp_path / PROMETHEUS_CONFIG}" in capsys.readouterr().out
+
+
+def test_ptmon_assets_into_an_unwritable_place_is_a_clear_error(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["assets", str(blocker / "sub")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ptmon assets: cannot write to ") and "a-file" in err and "Traceback" not in err
+
+
+def test_python_m_monitor_deploy_writes_them(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "monitor.deploy", str(tmp_path)], capture_output=True,
+                            text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / RULES_FILE).read_text() == render_assets()[RULES_FILE]
+
+
+def test_scrape_config_never_sets_a_target_label_that_clashes() -> None:
+    text = render_assets()[PROMETHEUS_CONFIG]
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    assert "file_sd_configs" in body and f"'{TARGETS_DIR}/*.json'" in body
+    assert f"- '{RULES_FILE}'" in body and f"- '{ALERTS_FILE}'" in body
+    for label in ("role", "run", "env", "model", "algorithm"):
+        assert f" {label}:" not in body
+
+
+@pytest.mark.prometheus
+def test_promtool_checks_the_scrape_config_with_a_demo_targets_file(tmp_path: Path, promtool_bin: str) -> None:
+    assets = copy_assets(tmp_path)
+    write_sd_file(assets / TARGETS_DIR / "demo.json",
+                  [Endpoint("trainer", "trainer", 9001), Endpoint("rollout-0", "rollout", 9002)])
+    result = run(promtool_bin, "check", "config", str(assets / PROMETHEUS_CONFIG), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 2 rule files found" in result.stdout
+    assert "targets/*.json" not in result.stdout + result.stderr  # found relative to the config, no warning
+    groups = json.loads((assets / TARGETS_DIR / "demo.json").read_text())
+    assert groups[0]["labels"] == {"job": "posttrain-trainer", "ptmon_name": "trainer"}
