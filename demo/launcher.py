@@ -9,7 +9,10 @@ also stops by itself when the launcher disappears (see ``demo.proc``), so
 even a ``kill -9`` of the launcher leaves no orphan.
 
 Headless mode imports neither Textual nor the monitor: it only serves the
-exporters and prints their URLs and a Prometheus scrape config.
+exporters and prints their URLs and a Prometheus scrape config. With
+``--sd-file`` it also keeps the targets in a Prometheus file_sd JSON file
+(rewritten atomically whenever a port changes), so ``ptmon assets``'s
+``prometheus.yml`` scrapes the demo with ``targets/`` pointing at it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ __all__ = [
     "Fleet",
     "FleetError",
     "prometheus_config",
+    "file_sd_groups",
+    "write_sd_file",
     "demo_settings",
     "DEMO_WINDOW_S",
     "run_demo",
@@ -67,6 +72,7 @@ class DemoOptions:
     seed: int = 0
     headless: bool = False
     interval_s: float | None = None
+    sd_file: str | None = None  # keep the targets in this Prometheus file_sd JSON file
 
     def __post_init__(self) -> None:
         get_scenario(self.scenario)
@@ -75,6 +81,8 @@ class DemoOptions:
                              f"would only spin), got {self.speed:g}")
         if not 1 <= self.workers <= 64:
             raise ValueError(f"--workers must be between 1 and 64, got {self.workers}")
+        if self.sd_file is not None and not Path(self.sd_file).resolve().parent.is_dir():
+            raise ValueError(f"--sd-file {self.sd_file}: its directory does not exist")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> DemoOptions:
@@ -83,7 +91,7 @@ class DemoOptions:
                    speed=DEFAULT_SPEED if speed is None else float(speed),
                    workers=getattr(args, "workers", 4), duration_s=getattr(args, "duration", None),
                    seed=getattr(args, "seed", 0), headless=bool(getattr(args, "headless", False)),
-                   interval_s=getattr(args, "interval", None))
+                   interval_s=getattr(args, "interval", None), sd_file=getattr(args, "sd_file", None))
 
     @property
     def scenario_spec(self) -> Scenario:
@@ -148,11 +156,14 @@ class Fleet:
     """The demo's processes: start, supervise (crash restarts), stop. A context manager."""
 
     def __init__(self, opts: DemoOptions, *, run_dir: Path | None = None,
-                 on_event: Callable[[str], None] | None = None) -> None:
+                 on_event: Callable[[str], None] | None = None,
+                 on_endpoints: Callable[[tuple[Endpoint, ...]], None] | None = None) -> None:
         self.opts = opts
         self._own_dir = run_dir is None
         self.run_dir = Path(tempfile.mkdtemp(prefix="ptmon-demo-")) if run_dir is None else run_dir
         self._on_event = on_event or (lambda message: None)
+        # Called with every endpoint once all have reported their ports, and again when a restart moves one.
+        self._on_endpoints = on_endpoints or (lambda endpoints: None)
         self._children: list[_Child] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -183,6 +194,7 @@ class Fleet:
                 child.port = int(_read_announcement(child.popen, deadline)["port"])
             except FleetError as exc:
                 raise FleetError(f"{child.name}: {exc}{self._log_tail(child.name)}") from None
+        self._on_endpoints(self.endpoints)
         self._supervisor = threading.Thread(target=self._supervise, name="demo-supervisor", daemon=True)
         self._supervisor.start()
 
@@ -288,8 +300,14 @@ class Fleet:
             child.popen = self._spawn(child.name, child.role, child.index, port=child.port, life=child.life)
             child.restart_at = None
         try:
-            _read_announcement(child.popen, time.monotonic() + READY_TIMEOUT_S)
+            port = int(_read_announcement(child.popen, time.monotonic() + READY_TIMEOUT_S)["port"])
+            moved = port != child.port
+            if moved:  # it asks for its old port, but a child that got another one is still at that one
+                with self._lock:
+                    child.port = port
             self._event(f"{child.name} restarted on port {child.port}")
+            if moved:
+                self._on_endpoints(self.endpoints)
         except FleetError as exc:
             child.gone = True
             self._event(f"{child.name} failed to restart: {exc}{self._log_tail(child.name, 3)}")
@@ -312,6 +330,52 @@ def prometheus_config(endpoints: Sequence[Endpoint], *, interval_s: float = 1.0)
         for e in members:
             lines += [f"      - targets: ['{e.address}']", f"        labels: {{ptmon_name: '{e.name}'}}"]
     return "\n".join(lines) + "\n"
+
+
+def file_sd_groups(endpoints: Sequence[Endpoint]) -> list[dict[str, Any]]:
+    """Prometheus file_sd target groups for the demo: the jobs and names ``prometheus_config`` gives them.
+
+    ``job`` as a target label overrides the scrape config's job name, so one
+    file gives the per-role jobs; no ``role``/``run`` target label (the
+    metrics carry those, see ``prometheus_config``).
+    """
+    return [{"targets": [e.address], "labels": {"job": f"posttrain-{e.role}", "ptmon_name": e.name}}
+            for e in endpoints]
+
+
+def write_sd_file(path: str | os.PathLike[str], endpoints: Sequence[Endpoint]) -> None:
+    """Write ``file_sd_groups`` to ``path`` atomically: Prometheus watches the file and must never read half."""
+    import json
+
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(file_sd_groups(endpoints), f, indent=2)
+            f.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _sd_writer(opts: DemoOptions) -> Callable[[tuple[Endpoint, ...]], None] | None:
+    """The Fleet's ``on_endpoints`` for ``--sd-file``: rewrite the file; a failure is reported, not fatal."""
+    if opts.sd_file is None:
+        return None
+    path = opts.sd_file
+
+    def write(endpoints: tuple[Endpoint, ...]) -> None:
+        try:
+            write_sd_file(path, endpoints)
+        except OSError as exc:
+            print(f"ptmon demo: cannot write --sd-file {path}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+
+    return write
 
 
 class _Shutdown(Exception):
@@ -339,6 +403,8 @@ def _print_headless(fleet: Fleet, opts: DemoOptions, out: TextIO) -> None:
     out.write(f"\nwatch it:  ptmon watch {' '.join(e.address for e in fleet.endpoints)}\n")
     out.write("\n# prometheus.yml\n")
     out.write(prometheus_config(fleet.endpoints, interval_s=opts.interval_s or 1.0))
+    if opts.sd_file is not None:
+        out.write(f"\n# file_sd targets: {opts.sd_file}\n")
     out.write("\nrunning; Ctrl-C stops every process\n")
     out.flush()
 
@@ -352,7 +418,8 @@ def _run_headless(opts: DemoOptions, out: TextIO) -> int:
             raise _Shutdown(signal.Signals(signum).name)
 
     with _signals(on_signal, (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)):
-        fleet = Fleet(opts, on_event=lambda m: print(f"ptmon demo: {m}", file=sys.stderr, flush=True))
+        fleet = Fleet(opts, on_event=lambda m: print(f"ptmon demo: {m}", file=sys.stderr, flush=True),
+                      on_endpoints=_sd_writer(opts))
         try:
             fleet.start()
             _print_headless(fleet, opts, out)
@@ -424,7 +491,7 @@ def _run_tui(opts: DemoOptions) -> int:
     except ImportError as exc:
         print(f"ptmon demo: the TUI is not available ({exc}); try --headless", file=sys.stderr)
         return 2
-    fleet = Fleet(opts)
+    fleet = Fleet(opts, on_endpoints=_sd_writer(opts))
     requested = threading.Event()
     main_done = threading.Event()
     apps: list[Any] = []
