@@ -333,7 +333,7 @@ class PrometheusSource:
         t0 = time.perf_counter()
         at, window = self._clock(), self._window
         try:
-            series, answers = await asyncio.gather(self._raw(lookback, backfilling), self._evaluate_at(at, window))
+            series, answers = await _all(self._raw(lookback, backfilling), self._evaluate_at(at, window))
         except FetchError as exc:
             self._fail(short(f"Prometheus {self._server.name}: {exc}"), time.perf_counter() - t0)
             return
@@ -392,7 +392,7 @@ class PrometheusSource:
         instant = {"query": promql.combine(promql.instant_queries(range_s)), "time": f"{at:.3f}"}
         ranged = {"query": promql.rollout_rate_chart(chart_range), "start": f"{at - range_s:.3f}",
                   "end": f"{at:.3f}", "step": f"{step:.3f}"}
-        vector_body, matrix_body = await asyncio.gather(
+        vector_body, matrix_body = await _all(
             self._get("/api/v1/query", instant, timeout=timeout),
             self._get("/api/v1/query_range", ranged, timeout=timeout))
         return range_s, parse_vector(vector_body), parse_matrix(matrix_body)
@@ -585,6 +585,16 @@ class PrometheusSource:
             remote.up = False
             remote.error = (f"series limit {self._store.max_series:,} reached: "
                             f"{remote.dropped_series:,} new series dropped")
+
+
+async def _all(*aws: Awaitable[Any]) -> list[Any]:
+    """Every result, or the first failure with the others cancelled (``gather`` would leave them running)."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(a) for a in aws]  # type: ignore[arg-type]
+    except BaseExceptionGroup as eg:
+        raise eg.exceptions[0] from None
+    return [t.result() for t in tasks]
 
 
 def _api_error(body: bytes) -> str | None:
