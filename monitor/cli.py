@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="serve the exporters only; print their URLs and a prometheus.yml")
     demo.add_argument("--interval", type=_positive_float, metavar="S", help="TUI scrape interval")
     demo.add_argument("--sd-file", metavar="PATH",
-                      help="with --headless: keep the running targets in this Prometheus file_sd JSON file")
+                      help="keep the running targets in this Prometheus file_sd JSON file (put it in the "
+                      "targets/ directory of `ptmon assets` to scrape the demo with the shipped prometheus.yml)")
 
     watch = sub.add_parser("watch", help="the live TUI on real targets")
     _add_source_args(watch)

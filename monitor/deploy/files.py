@@ -67,7 +67,7 @@ Targets come from files in {TARGETS_DIR}/ next to this file (Prometheus resolves
 file's directory and re-reads the files when they change), in file_sd format:
   [{{"targets": ["10.0.0.5:9400"], "labels": {{"ptmon_name": "trainer"}}}},
    {{"targets": ["10.0.0.6:9401", "10.0.0.7:9401"], "labels": {{"job": "posttrain-rollout"}}}}]
-`ptmon demo --headless --sd-file {TARGETS_DIR}/demo.json` writes one for the demo.
+`ptmon demo --headless --sd-file {TARGETS_DIR}/demo.json`, run in this directory, writes one for the demo.
 Target labels: `ptmon_name` names a target in `ptmon watch --prometheus`; a `job` label overrides the job
 name below. Never add a target label named role, run, env, model or algorithm: the exporters' metrics
 carry those, and Prometheus would rename theirs to exported_*.
@@ -117,7 +117,7 @@ def alerts_file() -> str:
     header = f"""ptmon alerting rules: the seven alerts of the TUI (monitor/alerts.py) with its default thresholds.
 {_GENERATED}
 Labels: severity (warning | critical) and ptmon_rule (the TUI's rule name). No `for:` clause: like the TUI, an
-alert fires at the first evaluation that crosses its threshold; add `for: 1m` to your copy to want it twice.
+alert fires at the first evaluation that crosses its threshold; add `for: 1m` to your copy to wait a minute.
 Load with rule_files in prometheus.yml; check with `promtool check rules {ALERTS_FILE}`."""
     return _yaml.dump(_rule_groups("ptmon-alerts", [a.as_dict() for a in alerting_rules()]), header=header)
 

@@ -156,7 +156,7 @@ def recording_rules() -> list[RecordingRule]:
         RecordingRule(f"benchmark:intelligence_per_kilodollar:delta{IPD_WINDOW}", ipd_expr(),
                       f"score points per $1k over the last {IPD_WINDOW}"),
         RecordingRule(f"benchmark:marginal_intelligence_per_kilodollar:deriv{IPD_WINDOW}", marginal_ipd_expr(),
-                      f"score slope per $1k over the last {IPD_WINDOW}"),
+                      f"score slope over the last {IPD_WINDOW} per dollar at the 5m burn rate, per $1k"),
     ]
     return rules
 
