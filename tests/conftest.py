@@ -183,3 +183,32 @@ def prometheus_server(prometheus_bin: str, tmp_path_factory: pytest.TempPathFact
     yield start
     for server in servers:
         server.stop()
+
+
+# --- a real Prometheus on a config file of your own ----------------------------------------------
+#
+#     def test_y(prometheus_on_config):
+#         prom = prometheus_on_config(assets / "prometheus.yml")  # e.g. the shipped config, unchanged
+#
+# The file is used as it is: its rule_files and file_sd paths resolve against its own directory, as
+# they do for a user. Data and log go to a fresh temporary directory. Same class, same skip/fail rule
+# (``prometheus_bin``), same teardown as ``prometheus_server``.
+
+@pytest.fixture
+def prometheus_on_config(prometheus_bin: str, tmp_path_factory: pytest.TempPathFactory
+                         ) -> Iterator[Callable[[Path], PrometheusServer]]:
+    """Factory: ``prometheus_on_config(config_path)`` -> a ready PrometheusServer running that file."""
+    servers: list[PrometheusServer] = []
+
+    def start(config_path: Path) -> PrometheusServer:
+        directory = tmp_path_factory.mktemp("prometheus")
+        server = PrometheusServer(binary=prometheus_bin, directory=directory, scrape_configs=[], interval="1s")
+        server.config_path.unlink()  # the class writes a config of its own: this server runs the given one
+        server.config_path = Path(config_path)
+        servers.append(server)
+        server.start()
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
