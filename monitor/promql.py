@@ -136,8 +136,9 @@ def spend_dollars(window: float | str | None = None) -> str:
 
 
 def staleness_max() -> str:
-    """Versions the furthest-behind rollout worker lags the trainer's published policy."""
-    return (f"max({schema.POLICY_VERSION.name}) - min({schema.ROLLOUT_POLICY_VERSION.name})")
+    """Versions the furthest-behind rollout worker lags the trainer's published policy (never below 0:
+    a worker may load a version a moment before the trainer's gauge is scraped saying it published it)."""
+    return f"clamp_min(max({schema.POLICY_VERSION.name}) - min({schema.ROLLOUT_POLICY_VERSION.name}), 0)"
 
 
 def rollout_rate_chart(range_s: float | str) -> str:
