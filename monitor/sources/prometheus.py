@@ -151,6 +151,7 @@ class _Remote:
     samples: int = 0
     dropped_series: int = 0
     ingested_ts: float = -math.inf  # newest Prometheus scrape time stored
+    first_ts: float = math.inf  # oldest Prometheus scrape time stored
     error: str | None = None
 
 
@@ -198,7 +199,6 @@ class PrometheusSource:
         self._backfill = backfill
         self._evaluate = evaluate
         self._evaluated: Evaluated | None = None
-        self._first_ts = math.inf  # the oldest Prometheus scrape time stored (a backfill's start)
         self._clock = clock
         self._sleep = sleep
         self._selector = series_selector()
@@ -377,15 +377,23 @@ class PrometheusSource:
                            ) -> tuple[float, list[dict[str, Any]], list[dict[str, Any]]] | None:
         """The server's answers at ``at``: one instant query for every windowed number, one range query
         for the rollout-rate chart. None when evaluation is off."""
-        if not self._evaluate or self._first_ts == math.inf:
+        firsts = [r.first_ts for r in self._remotes.values() if r.first_ts < math.inf]
+        if not self._evaluate or not firsts:
             return None  # off, or nothing stored yet to say how far back the data goes: from the next poll
         timeout = effective_timeout(self._interval, self._timeout)
         spacing = max((r.up_spacing for r in self._remotes.values()), default=0.0)
-        # PromQL divides an increase by the whole range: over a window longer than the data held (a run
-        # younger than the window) rate() would read low by that ratio. The range starts, as the stored
-        # data's rates do, half a scrape before the oldest sample Prometheus has for the fleet.
-        span = at - self._first_ts + max(spacing, self._interval) / 2
-        range_s = window if not span < window else max(span, 2 * max(spacing, self._interval))
+        scrape = max(spacing, self._interval)
+        range_s = window
+        oldest = min(firsts)
+        if at - oldest < window:
+            # PromQL divides an increase by the whole range: over a window longer than the data held (a run
+            # younger than the window) rate() reads low by that ratio, and a target whose first sample is
+            # over 1.1 scrapes after the range's start is extrapolated back only half a scrape. Prometheus
+            # scrapes each target at its own offset in the interval, so the range starts half a scrape
+            # before the newest first sample of the targets there from the start (within 1.5 scrapes of
+            # the oldest); a target that joins later does not shorten everyone's range.
+            start = max(t for t in firsts if t <= oldest + 1.5 * scrape) - scrape / 2
+            range_s = min(window, max(at - start, 2 * scrape))
         step = max(2 * self._interval, range_s / _CHART_POINTS)
         # Each chart point is a rate over two steps, or over enough scrapes for rate() to have two samples.
         chart_range = max(2 * step, 2.5 * spacing)
@@ -545,7 +553,7 @@ class PrometheusSource:
             if ts <= remote.ingested_ts:
                 continue  # seen in an earlier, overlapping poll
             result = self._store.ingest(remote.name, ts, by_ts[ts])
-            self._first_ts = min(self._first_ts, ts)
+            remote.first_ts = min(remote.first_ts, ts)
             remote.ingested_ts = ts
             dropped = result.dropped_series
         if dropped is not None:

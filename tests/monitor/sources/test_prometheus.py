@@ -744,3 +744,26 @@ async def test_evaluation_can_be_turned_off() -> None:
         await src.scrape_once()
     assert answers.evaluations == [] and answers.ranges == [] and src.evaluated() is None
     await src.aclose()
+
+
+async def test_the_range_starts_at_the_newest_first_scrape_of_the_targets_there_from_the_start() -> None:
+    """Prometheus scrapes each target at its own offset: a range starting before a target's first sample
+    by over 1.1 scrapes makes rate() extrapolate it back only half a scrape, reading it low."""
+    w, tr, late = ({"job": "w", "instance": "a:1"}, {"job": "t", "instance": "b:1"},
+                   {"job": "w", "instance": "c:1"})
+    answer = matrix(
+        ({"__name__": ROLLOUTS, **w}, [(T0 + 3, 1), (T0 + 8, 2)]),
+        ({"__name__": "up", **w}, [(T0 + 3, 1), (T0 + 8, 1)]),
+        ({"__name__": "posttrain_policy_version", **tr}, [(T0, 1), (T0 + 5, 1)]),
+        ({"__name__": "up", **tr}, [(T0, 1), (T0 + 5, 1)]),
+        ({"__name__": ROLLOUTS, **late}, [(T0 + 50, 1)]),  # joined later: does not shorten the range
+        ({"__name__": "up", **late}, [(T0 + 50, 1)]),
+    )
+    answers = Answers(answer)
+    src = source(answers)
+    for _ in range(2):
+        await src.scrape_once()
+    # 5 s scrapes; the newest first scrape of the starting targets is T0 + 3: the range starts 2.5 s before.
+    assert "[99500ms]" in answers.evaluations[-1]["query"]
+    assert src.evaluated() is not None and src.evaluated().range_s == 99.5
+    await src.aclose()
