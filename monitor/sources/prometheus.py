@@ -199,6 +199,7 @@ class PrometheusSource:
         self._backfill = backfill
         self._evaluate = evaluate
         self._evaluated: Evaluated | None = None
+        self._in_flight_since: float | None = None  # time.monotonic() the running poll began
         self._clock = clock
         self._sleep = sleep
         self._selector = series_selector()
@@ -257,7 +258,8 @@ class PrometheusSource:
                 up=False if self._server_up is False else None, last_scrape=self._server_last,
                 scrape_seconds=self._server_seconds,
                 error=self._server_error or (
-                    "no posttrain_, engine or DCGM series in Prometheus yet" if self._server_up else None)),)
+                    "no posttrain_, engine or DCGM series in Prometheus yet" if self._server_up
+                    else self._waiting())),)
         out = []
         # Grouped by job (one per role, as usually configured), then by name: stable whatever the answer's order.
         for r in sorted(self._remotes.values(), key=lambda r: (r.key[0], r.name)):
@@ -269,6 +271,17 @@ class PrometheusSource:
                 last_success=r.last_success, scrape_seconds=r.scrape_seconds, samples=r.samples,
                 series=self._store.series_count(r.name), dropped_series=r.dropped_series, error=error))
         return tuple(out)
+
+    def _waiting(self) -> str | None:
+        """While the first query (the window's history, allowed 10 s) is late, say so rather than nothing."""
+        began = self._in_flight_since
+        if began is None or self._server_up is not None:
+            return None
+        waited, timeout = time.monotonic() - began, effective_timeout(self._interval, self._timeout)
+        if waited <= timeout:
+            return None
+        return (f"no answer from Prometheus {self._server.name} after {waited:.0f} s (the first query fetches "
+                f"the last {self._window:g} s; it gives up at {max(timeout, _BACKFILL_MIN_TIMEOUT_S):g} s)")
 
     def set_interval(self, interval_s: float) -> None:
         if not interval_s > 0:
@@ -317,10 +330,13 @@ class PrometheusSource:
 
     async def _poll(self) -> None:
         async with self._lock:
+            self._in_flight_since = time.monotonic()
             try:
                 await self._poll_locked()
             except Exception as exc:  # a bug here must not end the polling loop
                 self._fail(short(f"internal error: {type(exc).__name__}: {exc}"), None)
+            finally:
+                self._in_flight_since = None
 
     async def _poll_locked(self) -> None:
         loop = asyncio.get_running_loop()

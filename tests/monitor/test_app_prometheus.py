@@ -344,6 +344,9 @@ async def test_a_prometheus_that_never_answers_times_out_on_the_server_row_and_k
             assert app.window_s == 300.0
             await keys_still_work(pilot)
             assert "window 5m" in screen_text(app)
+            # Past the usual timeout the row says what it is waiting for (the first query may take 10 s).
+            await until(pilot, lambda: rows(app, "targets")[server][ERROR].startswith(
+                f"no answer from Prometheus {server} after "), what="the waiting message", timeout=5)
             # Then the query times out, and the server's row says so.
             await until(pilot, lambda: rows(app, "targets")[server][UP] == "✗ DOWN",
                         what="the server row down", timeout=25)

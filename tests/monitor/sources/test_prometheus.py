@@ -767,3 +767,27 @@ async def test_the_range_starts_at_the_newest_first_scrape_of_the_targets_there_
     assert "[99500ms]" in answers.evaluations[-1]["query"]
     assert src.evaluated() is not None and src.evaluated().range_s == 99.5
     await src.aclose()
+
+
+async def test_a_late_first_answer_is_said_while_waiting_for_it() -> None:
+    """The first query (the window's history) may take 10 s; the server row says it is waiting, not nothing."""
+    release = asyncio.Event()
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        await release.wait()
+        return httpx.Response(200, content=fleet_answer(T0))
+
+    src = PrometheusSource(SERVER, store=Store(), transport=httpx.MockTransport(slow), interval_s=1.0,
+                           timeout_s=0.1)
+    poll = asyncio.create_task(src.scrape_once())
+    await asyncio.sleep(0.05)
+    assert src.health()[0].error is None  # within the usual timeout: nothing to say yet
+    await asyncio.sleep(0.2)
+    (row,) = src.health()
+    assert row.up is None
+    assert row.error == ("no answer from Prometheus prom:9090 after 0 s (the first query fetches the last 300 s; "
+                         "it gives up at 10 s)")
+    release.set()
+    await poll
+    assert {h.name: h.up for h in src.health()} == {"b:1": True, "a:1": True}
+    await src.aclose()
