@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     assets = sub.add_parser("assets", help="write a Prometheus config, rules, alerts and a Grafana dashboard")
     assets.add_argument("dir", metavar="DIR", help="directory to write them into (created if missing)")
     assets.add_argument("--force", action="store_true", help="replace existing files that differ")
+    assets.add_argument("--config", "-c", metavar="FILE",
+                        help="ptmon.toml whose [alerts] thresholds and [eval] marginal_k the alerting rules use "
+                             "(default: ptmon's defaults)")
     return parser
 
 

@@ -19,9 +19,12 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from monitor.config import ConfigError, load_settings
 from monitor.deploy import _yaml
 from monitor.deploy.grafana import dashboard
 from monitor.deploy.rules import SCRAPE_JOB, alerting_rules, recording_rules
+from monitor.settings import Settings, Thresholds
+from monitor.text import safe
 
 __all__ = [
     "PROMETHEUS_CONFIG",
@@ -112,14 +115,20 @@ Series:"""
                       header=header + "\n" + listing)
 
 
-def alerts_file() -> str:
-    """ptmon.alerts.yml: the TUI's alerts (monitor.alerts) with its default thresholds."""
-    header = f"""ptmon alerting rules: the seven alerts of the TUI (monitor/alerts.py) with its default thresholds.
+def alerts_file(thresholds: Thresholds | None = None, *, marginal_k: int | None = None,
+                source: str | None = None) -> str:
+    """ptmon.alerts.yml: the TUI's alerts (monitor.alerts), with its default thresholds or ``thresholds``.
+
+    ``source``: where non-default thresholds came from (a ptmon.toml), named in the header.
+    """
+    which = f"the thresholds of {source}" if source else "its default thresholds"
+    header = f"""ptmon alerting rules: the seven alerts of the TUI (monitor/alerts.py) with {which}.
 {_GENERATED}
 Labels: severity (warning | critical) and ptmon_rule (the TUI's rule name). No `for:` clause: like the TUI, an
 alert fires at the first evaluation that crosses its threshold; add `for: 1m` to your copy to wait a minute.
 Load with rule_files in prometheus.yml; check with `promtool check rules {ALERTS_FILE}`."""
-    return _yaml.dump(_rule_groups("ptmon-alerts", [a.as_dict() for a in alerting_rules()]), header=header)
+    rules = alerting_rules(thresholds, marginal_k=marginal_k)
+    return _yaml.dump(_rule_groups("ptmon-alerts", [a.as_dict() for a in rules]), header=header)
 
 
 def dashboard_file() -> str:
@@ -127,9 +136,14 @@ def dashboard_file() -> str:
     return json.dumps(dashboard(), indent=2, ensure_ascii=False) + "\n"
 
 
-def render_assets() -> dict[str, str]:
-    """Every shipped file by name, as text: what ``write_assets`` writes and what is committed."""
-    return {PROMETHEUS_CONFIG: scrape_config(), RULES_FILE: rules_file(), ALERTS_FILE: alerts_file(),
+def render_assets(settings: Settings | None = None, *, source: str | None = None) -> dict[str, str]:
+    """Every shipped file by name, as text: what ``write_assets`` writes and what is committed.
+
+    ``settings``: a ptmon.toml's, so the alerts use its thresholds and K (``source`` names the file).
+    """
+    alerts = (alerts_file() if settings is None else
+              alerts_file(settings.thresholds, marginal_k=settings.marginal_k, source=source))
+    return {PROMETHEUS_CONFIG: scrape_config(), RULES_FILE: rules_file(), ALERTS_FILE: alerts,
             DASHBOARD_FILE: dashboard_file()}
 
 
@@ -148,7 +162,8 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def write_assets(directory: str | os.PathLike[str], *, force: bool = False) -> list[tuple[str, str]]:
+def write_assets(directory: str | os.PathLike[str], *, force: bool = False, settings: Settings | None = None,
+                 source: str | None = None) -> list[tuple[str, str]]:
     """Write every asset into ``directory`` (created if missing) and a ``targets/`` dir for file_sd.
 
     Returns (path, what happened) per file: "wrote", "unchanged" or
@@ -157,7 +172,7 @@ def write_assets(directory: str | os.PathLike[str], *, force: bool = False) -> l
     directory as it was. OSError (unwritable, not a directory) propagates.
     """
     root = Path(directory)
-    assets = render_assets()
+    assets = render_assets(settings, source=source)
     existing: dict[str, str | None] = {}
     for name in assets:
         path = root / name
@@ -185,9 +200,18 @@ def write_assets(directory: str | os.PathLike[str], *, force: bool = False) -> l
 
 
 def run_assets(args: argparse.Namespace) -> int:
-    """Entry point of ``ptmon assets DIR [--force]`` (see monitor.cli): 0 written, 1 refused or failed."""
+    """Entry point of ``ptmon assets DIR [--force] [--config FILE]`` (see monitor.cli): 0 written, 1 refused
+    or failed, 2 a configuration error."""
+    config = getattr(args, "config", None)
+    settings = None
+    if config:
+        try:
+            settings = load_settings(config_path=config)
+        except ConfigError as exc:
+            print(f"ptmon assets: {safe(str(exc))}", file=sys.stderr)
+            return 2
     try:
-        done = write_assets(args.dir, force=bool(getattr(args, "force", False)))
+        done = write_assets(args.dir, force=bool(getattr(args, "force", False)), settings=settings, source=config)
     except AssetConflict as exc:
         print(f"ptmon assets: {exc}", file=sys.stderr)
         return 1

@@ -74,6 +74,32 @@ def test_ptmon_assets_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert f"replaced  {tmp_path / PROMETHEUS_CONFIG}" in capsys.readouterr().out
 
 
+def test_ptmon_assets_config_puts_the_users_thresholds_in_the_alerts(tmp_path: Path, promtool_bin: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The alerts equal the TUI's as the user runs it: the [alerts] and marginal_k of their ptmon.toml."""
+    config = tmp_path / "ptmon.toml"
+    config.write_text("[eval]\nmarginal_k = 3\n[alerts]\nweight_sync_p99_warn_s = 12.5\nstaleness_critical = 7\n")
+    out = tmp_path / "out"
+    assert main(["assets", str(out), "--config", str(config)]) == 0
+    alerts = (out / ALERTS_FILE).read_text()
+    assert f"with the thresholds of {config}" in alerts
+    assert "> 12.5 <= 120" in alerts and "> 7" in alerts and "> 4" not in alerts
+    assert ">= 2)" in alerts  # K - 1 eval-version changes with K = 3
+    assert alerts != render_assets()[ALERTS_FILE]
+    # Everything else is the shipped text, and the result is valid to promtool.
+    for name, text in render_assets().items():
+        if name != ALERTS_FILE:
+            assert (out / name).read_text() == text
+    result = run(promtool_bin, "check", "rules", str(out / ALERTS_FILE))
+    assert result.returncode == 0, result.stdout + result.stderr
+    capsys.readouterr()
+    config.write_text("[alerts]\nweight_sync_p99_warn_s = 'fast'\n")
+    assert main(["assets", str(tmp_path / "bad"), "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ptmon assets: ") and "weight_sync_p99_warn_s" in err
+    assert not (tmp_path / "bad").exists()
+
+
 def test_ptmon_assets_into_an_unwritable_place_is_a_clear_error(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "a-file"
