@@ -26,6 +26,7 @@ __all__ = [
     "Q_LABEL",
     "duration",
     "rate",
+    "counter",
     "increase",
     "sync_quantile",
     "step_seconds_mean",
@@ -64,6 +65,15 @@ def _selector(name: str, matchers: str = "") -> str:
     return f"{name}{{{matchers}}}" if matchers else name
 
 
+def counter(spec: MetricSpec, matchers: str = "") -> str:
+    """A counter's selector under both names it may be exposed as: ``x_total`` (prometheus_client, OpenMetrics)
+    and bare ``x`` (DESIGN.md: accept both), so an exporter written against either is counted."""
+    if spec.kind != "counter":
+        raise ValueError(f"{spec.name} is a {spec.kind}, not a counter")
+    names = "|".join(schema.counter_aliases(spec.name))
+    return f'{{__name__=~"{names}"' + (f", {matchers}}}" if matchers else "}")
+
+
 def _suffixed(spec: MetricSpec, suffix: str) -> str:
     if spec.kind != "histogram":
         raise ValueError(f"{spec.name} is a {spec.kind}, not a histogram")
@@ -72,7 +82,7 @@ def _suffixed(spec: MetricSpec, suffix: str) -> str:
 
 def rate(spec: MetricSpec, window: float | str, *, by: Sequence[str] = (), matchers: str = "") -> str:
     """``sum [by (...)] (rate(counter[w]))``: per-second increase, counter resets handled by Prometheus."""
-    return f"{_by(by)}(rate({_selector(spec.name, matchers)}[{_window(window)}]))"
+    return f"{_by(by)}(rate({counter(spec, matchers)}[{_window(window)}]))"
 
 
 def increase(name: str, window: float | str, *, by: Sequence[str] = ()) -> str:
@@ -118,7 +128,7 @@ def burn_dollars_per_hour(window: float | str) -> str:
     The price is the exporters' gauge; ptmon applies its own config overrides
     to ``gpus_by_role`` instead, which a rule cannot know.
     """
-    return f"sum(rate({schema.GPU_SECONDS.name}[{_window(window)}]) * {_price_join()})"
+    return f"sum(rate({counter(schema.GPU_SECONDS)}[{_window(window)}]) * {_price_join()})"
 
 
 def spend_dollars(window: float | str | None = None) -> str:
@@ -129,9 +139,9 @@ def spend_dollars(window: float | str | None = None) -> str:
     ``increase`` and survives restarts.
     """
     if window is None:
-        inner = f"{schema.GPU_SECONDS.name} * {_price_join()}"
+        inner = f"{counter(schema.GPU_SECONDS)} * {_price_join()}"
     else:
-        inner = f"increase({schema.GPU_SECONDS.name}[{_window(window)}]) * {_price_join()}"
+        inner = f"increase({counter(schema.GPU_SECONDS)}[{_window(window)}]) * {_price_join()}"
     return f"sum({inner}) / 3600"
 
 
@@ -159,7 +169,7 @@ def instant_queries(window_s: float) -> dict[str, str]:
         "engine_tokens": engine_tokens_rate(w, by=TARGET_BY),
         "rollout_errors": rate(schema.ROLLOUTS, w, matchers='outcome="error"'),
         "sync_count": increase(_suffixed(schema.WEIGHT_SYNC_SECONDS, "_count"), w),
-        "sync_failures": increase(schema.WEIGHT_SYNC_FAILURES.name, w),
+        "sync_failures": increase(counter(schema.WEIGHT_SYNC_FAILURES), w),
         "sync_bytes": rate(schema.WEIGHT_SYNC_BYTES, w),
         "steps": rate(schema.TRAINER_STEPS, w),
         "trainer_tokens": rate(schema.TRAINER_TOKENS, w),
