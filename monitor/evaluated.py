@@ -10,6 +10,10 @@ one Dashboard type serves both sources and the TUI cannot tell them apart.
 ``overlay`` is pure: where the server answered it wins, where it had nothing
 (no such series in the window, a NaN quantile) the stored data's number
 stays, so a metric Prometheus cannot evaluate never blanks a card.
+
+Syncs and failures in the window stay the stored samples' exact counts, as
+with direct scraping: PromQL's ``increase()`` extrapolates to the range's
+edges, so one failure in a young range reads 1.5, which no rounding fixes.
 """
 
 from __future__ import annotations
@@ -20,11 +24,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from monitor.dashboard import Dashboard, Point
+from monitor.derive import median
 
-__all__ = ["Evaluated", "overlay", "PER_TARGET", "COUNTS"]
+__all__ = ["Evaluated", "overlay", "PER_TARGET"]
 
 PER_TARGET = frozenset(("rollouts", "rollout_tokens", "engine_tokens"))  # answers kept per target
-COUNTS = frozenset(("sync_count", "sync_failures"))  # increase() of whole events: shown as whole numbers
 
 _EMPTY: Mapping = MappingProxyType({})
 
@@ -51,11 +55,14 @@ def _sum(values: Iterable[float]) -> float | None:
     return math.fsum(values) if values else None
 
 
-def overlay(d: Dashboard, ev: Evaluated, *, price: Callable[[str, str], float]) -> Dashboard:
+def overlay(d: Dashboard, ev: Evaluated, *, price: Callable[[str, str], float], slow_ratio: float = 0.5
+            ) -> Dashboard:
     """``d`` with every number the server evaluated replaced by the server's value.
 
     ``price(target, role)``: $/GPU-hour for burn (ptmon's config overrides,
-    else the exporter's gauge), which a PromQL query cannot know.
+    else the exporter's gauge), which a PromQL query cannot know; ``role``
+    is the series' label, "" when it has none. ``slow_ratio``: a worker at or
+    below this fraction of the median worker rate is "slow" (as built).
     A down worker keeps no rate (as in ``build_dashboard``); fleet totals
     include it while its samples are in the window, as PromQL's sum does.
     """
@@ -63,9 +70,7 @@ def overlay(d: Dashboard, ev: Evaluated, *, price: Callable[[str, str], float]) 
 
     def pick(key: str, local: float | None) -> float | None:
         v = fleet.get(key)
-        if v is None:
-            return local
-        return float(round(v)) if key in COUNTS else v
+        return local if v is None else v
 
     rollouts = ev.by_target.get("rollouts", _EMPTY)
     tokens = ev.by_target.get("rollout_tokens", _EMPTY)
@@ -75,6 +80,14 @@ def overlay(d: Dashboard, ev: Evaluated, *, price: Callable[[str, str], float]) 
             w, rollouts_per_s=rollouts.get(w.name, w.rollouts_per_s),
             tokens_per_s=tokens.get(w.name, engine.get(w.name, w.tokens_per_s)))
         for w in d.workers)
+    if rollouts:  # "slow" is judged on the rates shown, against the median of every worker's (down ones too)
+        rates = [r for w in d.workers if (r := rollouts.get(w.name, w.rollouts_per_s)) is not None]
+        typical = median(rates) if len(rates) >= 2 else None
+        workers = tuple(
+            replace(w, status="slow" if typical and w.rollouts_per_s is not None
+                    and w.rollouts_per_s <= slow_ratio * typical else "ok")
+            if w.status in ("ok", "slow") else w
+            for w in workers)
 
     rollout_rate = _sum(rollouts.values())
     rollout_tokens = _sum(tokens.values())
@@ -90,8 +103,6 @@ def overlay(d: Dashboard, ev: Evaluated, *, price: Callable[[str, str], float]) 
         weight_sync_p50_s=pick("sync_p50", d.weight_sync_p50_s),
         weight_sync_p90_s=pick("sync_p90", d.weight_sync_p90_s),
         weight_sync_p99_s=pick("sync_p99", d.weight_sync_p99_s),
-        weight_sync_count=pick("sync_count", d.weight_sync_count),
-        weight_sync_failures=pick("sync_failures", d.weight_sync_failures),
         weight_sync_bytes_per_s=pick("sync_bytes", d.weight_sync_bytes_per_s),
         steps_per_s=pick("steps", d.steps_per_s),
         trainer_tokens_per_s=pick("trainer_tokens", d.trainer_tokens_per_s),

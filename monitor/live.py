@@ -92,7 +92,14 @@ class LiveFeed:
         if ev is None or not ev.fresh(now=now, window_s=window_s, max_age_s=max(3 * interval, interval + 5.0)):
             return d
         store, settings = self.store, self._settings
-        return overlay(d, ev, price=lambda target, role: gpu_hour_price(store, settings, target, role))
+        roles = {t.name: t.role for t in d.targets}
+
+        def price(target: str, label: str) -> float:
+            # As build_dashboard prices a GPU-seconds series: by its role label, else its target's role.
+            configured = settings.prices.get(label or roles.get(target) or "unknown")
+            return configured if configured is not None else gpu_hour_price(store, settings, target, label)
+
+        return overlay(d, ev, price=price, slow_ratio=settings.thresholds.rollout_drop_ratio)
 
     def set_interval(self, interval_s: float) -> None:
         self._scraper.set_interval(interval_s)

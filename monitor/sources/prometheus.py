@@ -102,10 +102,6 @@ def series_selector(prefixes: tuple[str, ...] = PREFIXES, *, exclude: tuple[str,
     return selector + "}"
 
 
-def _duration(seconds: float) -> str:
-    return f"{max(1, math.ceil(seconds * 1000))}ms"
-
-
 def _result(body: bytes, kind: str) -> list[dict[str, Any]]:
     """The ``result`` of a query answer of ``kind`` (matrix or vector); a clear error for anything else."""
     try:
@@ -200,6 +196,8 @@ class PrometheusSource:
         self._evaluate = evaluate
         self._evaluated: Evaluated | None = None
         self._in_flight_since: float | None = None  # time.monotonic() the running poll began
+        # Why the last server-side evaluation failed (the poll itself was good); None when it worked.
+        self.evaluation_error: str | None = None
         self._clock = clock
         self._sleep = sleep
         self._selector = series_selector()
@@ -349,7 +347,7 @@ class PrometheusSource:
         t0 = time.perf_counter()
         at, window = self._clock(), self._window
         try:
-            series, answers = await _all(self._raw(lookback, backfilling), self._evaluate_at(at, window))
+            series, answers = await _all(self._raw(lookback, backfilling), self._evaluation(at, window))
         except FetchError as exc:
             self._fail(short(f"Prometheus {self._server.name}: {exc}"), time.perf_counter() - t0)
             return
@@ -383,11 +381,29 @@ class PrometheusSource:
         timeout = effective_timeout(self._interval, self._timeout)
         if backfill:
             timeout = max(timeout, _BACKFILL_MIN_TIMEOUT_S)
-        params = {"query": f"{self._selector}[{_duration(lookback_s)}]"}
+        # Whole milliseconds, rounded up: the overlap must not come up short.
+        params = {"query": f"{self._selector}[{promql.duration(math.ceil(lookback_s * 1000) / 1000)}]"}
         body = await self._get("/api/v1/query", params, timeout=timeout)
         if len(body) > _THREAD_DECODE_BYTES:  # a big answer must not freeze the TUI's loop
             return await asyncio.to_thread(parse_matrix, body)
         return parse_matrix(body)
+
+    async def _evaluation(self, at: float, window: float
+                          ) -> tuple[float, list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """``_evaluate_at``, best effort: a refused or slow evaluation leaves the raw samples' poll good.
+
+        The targets are fine and their samples arrived, so nothing is marked
+        down; the Dashboard shows the numbers computed from the stored samples
+        (the same definitions) until an evaluation succeeds again.
+        """
+        try:
+            answers = await self._evaluate_at(at, window)
+        except FetchError as exc:
+            self.evaluation_error = short(f"Prometheus {self._server.name}: evaluation: {exc}")
+            return None
+        if answers is not None:
+            self.evaluation_error = None
+        return answers
 
     async def _evaluate_at(self, at: float, window: float
                            ) -> tuple[float, list[dict[str, Any]], list[dict[str, Any]]] | None:
@@ -440,7 +456,7 @@ class PrometheusSource:
                 if remote is None:
                     continue
                 if key == "gpus":
-                    gpus.append((remote.name, str(metric.get("role") or "unknown"), value))
+                    gpus.append((remote.name, str(metric.get("role") or ""), value))
                 else:
                     by_target[key][remote.name] = value
             else:
@@ -612,12 +628,28 @@ class PrometheusSource:
 
 
 async def _all(*aws: Awaitable[Any]) -> list[Any]:
-    """Every result, or the first failure with the others cancelled (``gather`` would leave them running)."""
+    """Every result, or the first failure (in argument order) with the others cancelled.
+
+    Not ``gather`` (it leaves the others running to their own timeouts) and
+    not a TaskGroup (on Python 3.11 a cancel that arrives while it cancels its
+    children is swallowed, and ``aclose`` would wait on a poll that goes on).
+    """
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    for t in tasks:  # a child that fails after we stopped listening must not log "never retrieved"
+        t.add_done_callback(lambda t: t.cancelled() or t.exception())
     try:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(a) for a in aws]  # type: ignore[arg-type]
-    except BaseExceptionGroup as eg:
-        raise eg.exceptions[0] from None
+        _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    except BaseException:  # cancelled: the children go too, and the cancel goes on up
+        for t in tasks:
+            t.cancel()
+        raise
+    for t in pending:
+        t.cancel()
+    if pending:
+        await asyncio.wait(pending)  # each ends at its next await
+    for t in tasks:
+        if not t.cancelled() and (exc := t.exception()) is not None:
+            raise exc
     return [t.result() for t in tasks]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from monitor.dashboard import Dashboard, WorkerRow
@@ -43,7 +45,8 @@ def test_answers_replace_the_built_numbers_and_a_down_worker_shows_no_rate() -> 
     # A worker's tokens are its rollout tokens; an engine's generated tokens only when it has none.
     assert [(w.name, w.rollouts_per_s, w.tokens_per_s) for w in d.workers] == [("w0", 3.0, 2.5), ("w1", None, None)]
     assert d.weight_sync_p99_s == 6.5
-    assert (d.weight_sync_count, d.weight_sync_failures) == (3.0, 0.0)  # increase() of whole events, rounded
+    # Counts stay the stored samples' exact ones: increase() extrapolates (one failure can read 1.5).
+    assert (d.weight_sync_count, d.weight_sync_failures) == (4.0, 1.0)
     assert d.rollout_error_rate_per_s == 0.25
     assert d.rollout_tokens_per_s == 2.5 and d.engine_tokens_per_s == 70.0
     assert d.weight_sync_p50_s is None and d.step_seconds is None  # not answered: the built number stays
@@ -66,3 +69,17 @@ def test_an_engine_only_worker_gets_its_generated_tokens() -> None:
 def test_fresh_means_this_window_and_recent(now: float, window: float, fresh: bool) -> None:
     ev = Evaluated(at=1000.0, window_s=300.0, range_s=120.0)
     assert ev.fresh(now=now, window_s=window, max_age_s=3.0) is fresh
+
+
+def test_slow_is_judged_on_the_servers_rates() -> None:
+    built = Dashboard(now=1000.0, window_s=300.0, interval_s=1.0,
+                      workers=(worker("w0"), worker("w1"), worker("w2"),
+                               replace(worker("w3"), status="stale")))
+    ev = Evaluated(at=1000.0, window_s=300.0, range_s=300.0,
+                   by_target={"rollouts": {"w0": 10.0, "w1": 10.0, "w2": 4.0, "w3": 1.0}})
+    d = overlay(built, ev, price=no_price, slow_ratio=0.5)
+    # Median of 10, 10, 4, 1 is 7: w2 at 4.0 is not at or below 3.5; w3 keeps "stale" (staleness wins).
+    assert [(w.name, w.status) for w in d.workers] == [("w0", "ok"), ("w1", "ok"), ("w2", "ok"), ("w3", "stale")]
+    ev = replace(ev, by_target={"rollouts": {"w0": 10.0, "w1": 10.0, "w2": 3.0, "w3": 10.0}})
+    assert [w.status for w in overlay(built, ev, price=no_price, slow_ratio=0.5).workers] == [
+        "ok", "ok", "slow", "stale"]

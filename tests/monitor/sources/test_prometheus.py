@@ -233,9 +233,10 @@ async def test_a_dashboard_through_prometheus_agrees_with_direct_scraping_and_wi
         assert ev.fleet["sync_p99"] == pytest.approx(at_ev(
             f"histogram_quantile(0.99, sum by (le) (rate(posttrain_weight_sync_seconds_bucket[{r}])))"), rel=0.02)
         assert live.rollout_rate_per_s == pytest.approx(at_ev(f"sum(rate({ROLLOUTS}[{r}]))"), rel=0.02)
-        # The chart is a range query over the window, one point per step.
-        assert len(live.rollout_rate_series) >= 5
-        assert all(ev.at - 60 <= t <= ev.at for t, _ in live.rollout_rate_series)
+        # The chart is a range query over the range evaluated, one point per step (2 polls: 1 s here).
+        step = max(2 * 0.5, ev.range_s / 120)
+        assert len(live.rollout_rate_series) >= int(ev.range_s / step) - 1 >= 3
+        assert all(ev.at - ev.range_s <= t <= ev.at for t, _ in live.rollout_rate_series)
         assert live.rollout_rate_series[-1][1] == pytest.approx(total, rel=0.2)
         # A new window is asked for from the next poll; meanwhile the stored samples speak.
         await via.dashboard(window_s=30)
@@ -443,7 +444,7 @@ async def test_the_first_query_backfills_the_window_then_each_asks_since_the_las
                            overlap_s=10.0)
     await src.scrape_once()
     await src.scrape_once()
-    assert answers.queries[0] == series_selector() + "[300000ms]"
+    assert answers.queries[0] == series_selector() + "[300s]"
     later = answers.queries[1]
     assert later.startswith(series_selector() + "[")
     assert 10_000 <= int(later.rsplit("[", 1)[1].removesuffix("ms]")) < 12_000
@@ -456,7 +457,7 @@ async def test_a_backfill_too_big_for_the_cap_is_skipped_not_fatal() -> None:
     answers = Answers(big, small)
     src = source(answers, max_body_bytes=2048)
     await src.scrape_once()
-    assert answers.queries[0].endswith("[300000ms]") and answers.queries[1].endswith("[11000ms]")
+    assert answers.queries[0].endswith("[300s]") and answers.queries[1].endswith("[11s]")
     assert {h.name: h.up for h in src.health()} == {"a:1": True, "b:1": True}
     await src.aclose()
 
@@ -659,7 +660,7 @@ def evaluation_answer() -> bytes:
         ({q: "rollout_tokens", "job": "w", "instance": "a:1"}, 1250.0),
         ({q: "sync_p99"}, 7.0),
         ({q: "sync_p50"}, "NaN"),  # no sync in the window: histogram_quantile's NaN is no answer
-        ({q: "sync_count"}, 3.3),  # increase() extrapolates: shown as whole syncs
+        ({q: "sync_count"}, 3.3),  # increase() extrapolates: the stored samples' exact count is shown
         ({q: "gpus", "job": "t", "instance": "b:1", "role": "trainer"}, 8.0),
         ({q: "gpus", "job": "w", "instance": "a:1", "role": "rollout"}, 4.0),
         ({"__name__": "unrelated"}, 1.0),
@@ -691,11 +692,11 @@ async def test_windowed_numbers_are_evaluated_by_the_server_and_shown() -> None:
         in asked["query"]
     (chart_q,) = answers.ranges
     assert (float(chart_q["start"]), float(chart_q["end"]), float(chart_q["step"])) == (NOW - 100.5, NOW, 2.0)
-    assert chart_q["query"].startswith("sum (rate(posttrain_rollouts_total[")
+    assert chart_q["query"].startswith('sum (rate({__name__=~"posttrain_rollouts_total|posttrain_rollouts"}[')
 
     assert d.rollout_rate_per_s == 12.5 and [(w.name, w.rollouts_per_s) for w in d.workers] == [("a:1", 12.5)]
     assert d.rollout_tokens_per_s == 1250.0 and d.workers[0].tokens_per_s == 1250.0
-    assert d.weight_sync_p99_s == 7.0 and d.weight_sync_count == 3.0
+    assert d.weight_sync_p99_s == 7.0 and d.weight_sync_count == local.weight_sync_count
     assert d.weight_sync_p50_s == local.weight_sync_p50_s is None  # NaN: the stored data's (no) answer stands
     # Burn: GPUs in use (server-side rate of GPU-seconds) x price: ptmon's config for the trainer (2.5),
     # the default for a rollout worker that exposes no price gauge.
@@ -724,17 +725,64 @@ async def test_a_new_window_or_an_old_answer_falls_back_to_the_stored_samples() 
     await feed.aclose()
 
 
-async def test_an_evaluation_the_server_refuses_fails_the_poll_with_its_reason() -> None:
+async def test_an_evaluation_the_server_refuses_leaves_the_targets_up_and_the_stored_numbers_shown() -> None:
     refused = json.dumps({"status": "error", "errorType": "bad_data", "error": "1:1: parse error"}).encode()
     answers = Answers(fleet_answer(T0), evaluation=refused)
     feed = feed_on(answers)
     await feed.collect_once()  # raw samples only: fine
     await feed.collect_once()
     d = await feed.dashboard(window_s=300)
-    assert {(t.up, t.error) for t in d.targets} == {
-        (False, "Prometheus prom:9090: query failed: bad_data: 1:1: parse error")}
-    assert any(a.name == "target_down" for a in d.alerts)
+    # The targets answered and their samples arrived: nothing is down, no alert; the numbers are the store's.
+    assert {(t.name, t.up, t.error) for t in d.targets} == {("a:1", True, None), ("b:1", True, None)}
+    assert d.alerts == () and d.weight_sync_p99_s is None
+    assert feed._prometheus.evaluation_error == (  # noqa: SLF001
+        "Prometheus prom:9090: evaluation: query failed: bad_data: 1:1: parse error")
+    answers.evaluation = evaluation_answer()
+    await feed.collect_once()
+    assert (await feed.dashboard(window_s=300)).weight_sync_p99_s == 7.0
+    assert feed._prometheus.evaluation_error is None  # noqa: SLF001
     await feed.aclose()
+
+
+async def test_a_slow_evaluation_is_given_up_without_holding_the_poll_or_failing_it() -> None:
+    answers = Answers(fleet_answer(T0), evaluation=evaluation_answer())
+    slow = asyncio.Event()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if promql.Q_LABEL in request.url.params.get("query", ""):
+            await slow.wait()  # never set: the evaluation hangs
+        return answers(request)
+
+    src = PrometheusSource(SERVER, store=Store(), transport=httpx.MockTransport(handler), interval_s=1.0,
+                           timeout_s=0.2, clock=lambda: NOW)
+    await src.scrape_once()
+    began = time.monotonic()
+    await src.scrape_once()
+    assert time.monotonic() - began < 2  # the evaluation's own deadline, not forever
+    assert {h.up for h in src.health()} == {True} and src.evaluated() is None
+    assert src.evaluation_error == "Prometheus prom:9090: evaluation: timed out after 0.2 s"
+    await src.aclose()
+
+
+async def test_aclose_during_a_poll_returns_and_stops_polling() -> None:
+    """A poll cancelled while its queries are in flight ends; the loop does not carry on."""
+    hang = asyncio.Event()
+    calls: list[str] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        await hang.wait()
+        raise AssertionError("unreachable")
+
+    src = PrometheusSource(SERVER, store=Store(), transport=httpx.MockTransport(handler), interval_s=0.05,
+                           timeout_s=5.0, clock=lambda: NOW)
+    await src.start()
+    while not calls:
+        await asyncio.sleep(0.01)
+    await asyncio.wait_for(src.aclose(), timeout=2)
+    seen = len(calls)
+    await asyncio.sleep(0.2)
+    assert len(calls) == seen  # no poll after aclose
 
 
 async def test_evaluation_can_be_turned_off() -> None:
@@ -791,3 +839,15 @@ async def test_a_late_first_answer_is_said_while_waiting_for_it() -> None:
     await poll
     assert {h.name: h.up for h in src.health()} == {"b:1": True, "a:1": True}
     await src.aclose()
+
+
+async def test_gpus_without_a_role_label_are_priced_by_their_targets_role() -> None:
+    q = promql.Q_LABEL
+    evaluation = vector(({q: "gpus", "job": "t", "instance": "b:1"}, 8.0))  # no role label on the series
+    feed = feed_on(Answers(fleet_answer(T0), evaluation=evaluation), prices={"trainer": 2.5})
+    for _ in range(2):
+        await feed.collect_once()
+    d = await feed.dashboard(window_s=300)
+    assert {t.name: t.role for t in d.targets}["b:1"] == "trainer"  # detected from what it exposes
+    assert d.burn_dollars_per_hour == 8 * 2.5  # as build_dashboard prices it: the target's role's price
+    await feed.aclose()
