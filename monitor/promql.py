@@ -22,6 +22,7 @@ from exporters.schema import MetricSpec
 
 __all__ = [
     "TARGET_BY",
+    "RUN_LABEL",
     "QUANTILES",
     "Q_LABEL",
     "duration",
@@ -38,11 +39,14 @@ __all__ = [
     "rollout_rate_chart",
     "instant_queries",
     "combine",
+    "run_join",
+    "with_run",
 ]
 
 TARGET_BY = ("job", "instance")  # how Prometheus names a scrape target
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 Q_LABEL = "ptmon_q"  # the label ``combine`` tags each answer with; no exporter or engine uses it
+RUN_LABEL = "run"  # posttrain_run_info's run identity; one Prometheus often holds several runs at once
 
 
 def duration(seconds: float) -> str:
@@ -65,6 +69,35 @@ def _selector(name: str, matchers: str = "") -> str:
     return f"{name}{{{matchers}}}" if matchers else name
 
 
+def run_join(*, seen: float | str | None = None, runs: str = "") -> str:
+    """The right-hand side that puts each target's ``run`` on a per-target series: append it after ``*``.
+
+    Only ``posttrain_run_info`` carries ``run``; every other series of a
+    target is matched to it on (job, instance), and ``group_left (run)``
+    copies ``run`` alone (run info's ``role`` would clash with the GPU
+    metrics' own). ``topk by (job, instance) (1, ...)`` keeps one run-info
+    series per target: a colocated registry exposes one per role, and two
+    runs on one target (a misconfiguration) must not make every per-run rule
+    fail with a many-to-many error. ``seen`` reads run info over that window
+    (``last_over_time``), so a target that went down keeps its run; ``runs``
+    are matchers on run info (a Grafana ``run=~"$run"`` filter).
+    """
+    info = _selector(schema.RUN_INFO.name, runs)
+    if seen is not None:
+        info = f"last_over_time({info}[{_window(seen)}])"
+    by = ", ".join(TARGET_BY)
+    return f"on ({by}) group_left ({RUN_LABEL}) topk by ({by}) (1, {info})"
+
+
+def with_run(term: str, *, seen: float | str | None = None, runs: str = "") -> str:
+    """``term`` (one selector or function call, or parenthesised) with its target's ``run`` label added."""
+    return f"{term} * {run_join(seen=seen, runs=runs)}"
+
+
+def _run_by(by: Sequence[str], per_run: bool) -> tuple[str, ...]:
+    return (RUN_LABEL, *(b for b in by if b != RUN_LABEL)) if per_run else tuple(by)
+
+
 def counter(spec: MetricSpec, matchers: str = "") -> str:
     """A counter's selector under both names it may be exposed as: ``x_total`` (prometheus_client, OpenMetrics)
     and bare ``x`` (DESIGN.md: accept both), so an exporter written against either is counted."""
@@ -80,9 +113,16 @@ def _suffixed(spec: MetricSpec, suffix: str) -> str:
     return spec.name + suffix
 
 
-def rate(spec: MetricSpec, window: float | str, *, by: Sequence[str] = (), matchers: str = "") -> str:
-    """``sum [by (...)] (rate(counter[w]))``: per-second increase, counter resets handled by Prometheus."""
-    return f"{_by(by)}(rate({counter(spec, matchers)}[{_window(window)}]))"
+def rate(spec: MetricSpec, window: float | str, *, by: Sequence[str] = (), matchers: str = "",
+         per_run: bool = False, runs: str = "") -> str:
+    """``sum [by (...)] (rate(counter[w]))``: per-second increase, counter resets handled by Prometheus.
+
+    ``per_run``: summed per run as well (targets without run info are left out); ``runs`` filters them.
+    """
+    inner = f"rate({counter(spec, matchers)}[{_window(window)}])"
+    if per_run:
+        inner = with_run(inner, runs=runs)
+    return f"{_by(_run_by(by, per_run))}({inner})"
 
 
 def increase(name: str, window: float | str, *, by: Sequence[str] = ()) -> str:
@@ -90,10 +130,17 @@ def increase(name: str, window: float | str, *, by: Sequence[str] = ()) -> str:
     return f"{_by(by)}(increase({name}[{_window(window)}]))"
 
 
-def sync_quantile(q: float, window: float | str, *, by: Sequence[str] = ()) -> str:
-    """Weight-sync latency quantile over the window, from bucket rates (histogram_quantile's interpolation)."""
+def sync_quantile(q: float, window: float | str, *, by: Sequence[str] = (), per_run: bool = False,
+                  runs: str = "") -> str:
+    """Weight-sync latency quantile over the window, from bucket rates (histogram_quantile's interpolation).
+
+    ``per_run``: one quantile per run (each run has its own trainer), not the fleet's mixed buckets.
+    """
     buckets = _suffixed(schema.WEIGHT_SYNC_SECONDS, "_bucket")
-    return f"histogram_quantile({q:g}, {_by(('le', *by))}(rate({buckets}[{_window(window)}])))"
+    inner = f"rate({buckets}[{_window(window)}])"
+    if per_run:
+        inner = with_run(inner, runs=runs)
+    return f"histogram_quantile({q:g}, {_by(('le', *_run_by(by, per_run)))}({inner}))"
 
 
 def step_seconds_mean(window: float | str) -> str:
@@ -122,32 +169,46 @@ def _price_join() -> str:
     return f"on ({', '.join((*TARGET_BY, 'role'))}) group_left () {schema.GPU_HOUR_PRICE.name}"
 
 
-def burn_dollars_per_hour(window: float | str) -> str:
+def burn_dollars_per_hour(window: float | str, *, per_run: bool = False, runs: str = "") -> str:
     """$/h now: GPUs in use (rate of GPU-seconds) times each role's price per GPU-hour, summed.
 
     The price is the exporters' gauge; ptmon applies its own config overrides
-    to ``gpus_by_role`` instead, which a rule cannot know.
+    to ``gpus_by_role`` instead, which a rule cannot know. ``per_run``: $/h of each run.
     """
-    return f"sum(rate({counter(schema.GPU_SECONDS)}[{_window(window)}]) * {_price_join()})"
+    inner = f"rate({counter(schema.GPU_SECONDS)}[{_window(window)}]) * {_price_join()}"
+    if per_run:
+        return f"{_by(_run_by((), True))}({with_run(inner, runs=runs)})"
+    return f"sum({inner})"
 
 
-def spend_dollars(window: float | str | None = None) -> str:
+def spend_dollars(window: float | str | None = None, *, per_run: bool = False, runs: str = "") -> str:
     """Dollars spent: GPU-seconds times price / 3600; over ``window`` when given (resets handled), else ever.
 
     Without a window it is the counters' current totals, so a restarted
     process's earlier spend is gone from it; the windowed form uses
-    ``increase`` and survives restarts.
+    ``increase`` and survives restarts. ``per_run``: each run's own spend.
     """
     if window is None:
         inner = f"{counter(schema.GPU_SECONDS)} * {_price_join()}"
     else:
         inner = f"increase({counter(schema.GPU_SECONDS)}[{_window(window)}]) * {_price_join()}"
+    if per_run:
+        return f"{_by(_run_by((), True))}({with_run(inner, runs=runs)}) / 3600"
     return f"sum({inner}) / 3600"
 
 
-def staleness_max() -> str:
+def staleness_max(*, per_run: bool = False, runs: str = "") -> str:
     """Versions the furthest-behind rollout worker lags the trainer's published policy (never below 0:
-    a worker may load a version a moment before the trainer's gauge is scraped saying it published it)."""
+    a worker may load a version a moment before the trainer's gauge is scraped saying it published it).
+
+    ``per_run``: each run's trainer against that run's workers (targets without run info are left out);
+    without it one run's trainer is compared with another run's workers.
+    """
+    if per_run:
+        trainer = with_run(schema.POLICY_VERSION.name, runs=runs)
+        workers = with_run(schema.ROLLOUT_POLICY_VERSION.name, runs=runs)
+        return (f"clamp_min(max by ({RUN_LABEL}) ({trainer}) - on ({RUN_LABEL}) "
+                f"min by ({RUN_LABEL}) ({workers}), 0)")
     return f"clamp_min(max({schema.POLICY_VERSION.name}) - min({schema.ROLLOUT_POLICY_VERSION.name}), 0)"
 
 

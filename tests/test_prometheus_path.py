@@ -74,8 +74,12 @@ _VARIABLE = re.compile(r"\$\{?(\w+)\}?")
 
 
 def as_grafana_sends(expr: str) -> str:
-    """``expr`` with Grafana's built-in variables replaced; any other variable would be a dashboard bug."""
+    """``expr`` with Grafana's built-in variables and the dashboard's own (at "All") replaced; any other
+    variable would be a dashboard bug."""
+    own = {v["name"]: v["allValue"] for v in dashboard()["templating"]["list"] if v.get("includeAll")}
     def sub(m: re.Match[str]) -> str:
+        if m.group(1) in own:
+            return own[m.group(1)]
         if m.group(1) not in GRAFANA_VARIABLES:
             raise AssertionError(f"panel query uses the variable ${m.group(1)}, which the dashboard does not define:"
                                  f" {expr}")

@@ -13,6 +13,15 @@ on its own and an alert does not lag its recording rule by one evaluation.
 Where PromQL cannot say exactly what ``monitor.alerts`` says (the last K
 evals, the best score of the whole run), the closest window is used and the
 difference is written next to the rule and in the deploy notes.
+
+Per run: one company Prometheus usually holds several runs at once, and
+comparing run A's trainer with run B's workers (or summing their spend)
+gives wrong answers. Every number that belongs to a run is therefore
+grouped by the ``run`` label of ``posttrain_run_info``, joined onto each
+target's series on (job, instance) (``promql.run_join``). Per-run numbers
+count only targets exposing run info, which every ptmon exporter does; the
+per-target rollout rules keep a target without it (a hand-written exporter),
+just without a ``run`` label.
 """
 
 from __future__ import annotations
@@ -49,8 +58,11 @@ _MEDIAN_STEP = "10s"  # the TUI's median slots are max(2 x interval, 10 s) wide
 SCRAPE_JOB = "ptmon"  # the shipped scrape config's job (a targets file may set its own job label)
 DEMO_JOB_PREFIX = "posttrain-"  # the demo's jobs: posttrain-trainer, posttrain-rollout, posttrain-eval
 _PTMON_JOBS = f"{SCRAPE_JOB}|{DEMO_JOB_PREFIX}.+"
-_LEVEL = "ptmon"  # recording-rule level for fleet-wide sums (no labels left)
-_PER_TARGET = "job_instance"
+_PER_RUN = "run"  # recording-rule level for a run's numbers (label run left)
+_PER_TARGET = "job_instance"  # per target (job, instance; plus run when the target exposes run info)
+_PER_RUN_BENCHMARK = "run_benchmark"
+_RUN = promql.RUN_LABEL
+_RUN_NAME = "run {{ $labels.run }}: "  # alert summaries name the run
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +97,12 @@ def _n(x: float) -> str:
     return f"{x:g}"
 
 
-def score_expr() -> str:
-    """Eval score per benchmark (one eval job per benchmark is the usual set-up; max picks one if not)."""
-    return f"max by (benchmark) ({schema.EVAL_SCORE.name})"
+def score_expr(*, runs: str = "") -> str:
+    """Eval score per run and benchmark (one eval job per benchmark is the usual set-up; max picks one if not)."""
+    return f"max by ({_RUN}, benchmark) ({promql.with_run(schema.EVAL_SCORE.name, runs=runs)})"
 
 
-def ipd_expr(window: str = IPD_WINDOW) -> str:
+def ipd_expr(window: str = IPD_WINDOW, *, runs: str = "") -> str:
     """Intelligence per dollar over ``window``: score change / spend over the same samples x 1000.
 
     Score change and spend come from the same range, so on a run younger
@@ -98,65 +110,86 @@ def ipd_expr(window: str = IPD_WINDOW) -> str:
     TUI's number with the first eval as baseline, give or take half a scrape
     interval: ``delta`` extrapolates the score half an interval before its
     first sample, ``increase`` a counter born at 0 not below zero); on an
-    older run, the last ``window``'s. Unknown while nothing was spent.
+    older run, the last ``window``'s. Unknown while nothing was spent. Per run
+    and benchmark: a run's score against that run's spend.
     """
-    return (f"1000 * max by (benchmark) (delta({schema.EVAL_SCORE.name}[{window}])) "
-            f"/ on () group_left () ({promql.spend_dollars(window)} > 0)")
+    delta = promql.with_run(f"delta({schema.EVAL_SCORE.name}[{window}])", runs=runs)
+    return (f"1000 * max by ({_RUN}, benchmark) ({delta}) "
+            f"/ on ({_RUN}) group_left () ({promql.spend_dollars(window, per_run=True, runs=runs)} > 0)")
 
 
-def marginal_ipd_expr(window: str = IPD_WINDOW, burn_window: str = WINDOW) -> str:
+def marginal_ipd_expr(window: str = IPD_WINDOW, burn_window: str = WINDOW, *, runs: str = "") -> str:
     """Marginal intelligence per dollar: score's least-squares slope per second / dollars per second x 1000.
 
     The TUI fits score against spend over the last K evals; with a steady
     burn, score-vs-time slope divided by $/s is that slope. ``deriv`` works
-    on the raw gauge, so no subquery is needed.
+    on the raw gauge, so no subquery is needed. Per run and benchmark.
     """
-    return (f"1000 * 3600 * max by (benchmark) (deriv({schema.EVAL_SCORE.name}[{window}])) "
-            f"/ on () group_left () ({promql.burn_dollars_per_hour(burn_window)} > 0)")
+    slope = promql.with_run(f"deriv({schema.EVAL_SCORE.name}[{window}])", runs=runs)
+    return (f"1000 * 3600 * max by ({_RUN}, benchmark) ({slope}) "
+            f"/ on ({_RUN}) group_left () ({promql.burn_dollars_per_hour(burn_window, per_run=True, runs=runs)} > 0)")
 
 
-def worker_staleness_expr(by: tuple[str, ...] = promql.TARGET_BY) -> str:
+def worker_staleness_expr(by: tuple[str, ...] = promql.TARGET_BY, *, runs: str = "") -> str:
     """Versions each worker lags the trainer, at least 0 (as the TUI's rows).
 
     Prometheus scrapes the trainer and a worker at different moments, so a
     worker can read a version ahead of the trainer's last scrape for a few
-    seconds; that is no lag, not negative lag.
+    seconds; that is no lag, not negative lag. Each worker against its own
+    run's trainer (label ``run`` added); a worker without run info has no
+    trainer to lag and is left out.
     """
-    return (f"clamp_min(max({schema.POLICY_VERSION.name}) - on () group_right () "
-            f"max by ({', '.join(by)}) ({schema.ROLLOUT_POLICY_VERSION.name}), 0)")
+    trainer = promql.with_run(schema.POLICY_VERSION.name, runs=runs)
+    workers = promql.with_run(schema.ROLLOUT_POLICY_VERSION.name, runs=runs)
+    by = ", ".join((_RUN, *(b for b in by if b != _RUN)))
+    return (f"clamp_min(max by ({_RUN}) ({trainer}) - on ({_RUN}) group_right () "
+            f"max by ({by}) ({workers}), 0)")
+
+
+def per_target_rate_expr(spec: schema.MetricSpec, window: str = WINDOW) -> str:
+    """Rate per target, labelled with its run when it exposes run info, and without ``run`` otherwise.
+
+    A hand-written exporter without ``posttrain_run_info`` still has a
+    per-target rate; it just cannot be put in a run.
+    """
+    return (f"{promql.rate(spec, window, by=promql.TARGET_BY, per_run=True)} "
+            f"or on ({', '.join(promql.TARGET_BY)}) {promql.rate(spec, window, by=promql.TARGET_BY)}")
 
 
 def recording_rules() -> list[RecordingRule]:
     """Every recorded series, in the order of the rules file (level:metric:operations names)."""
     w = WINDOW
     rules = [
-        RecordingRule(f"{_LEVEL}:rollouts_per_second:rate{w}", promql.rate(schema.ROLLOUTS, w),
-                      "rollouts/s of the whole fleet, every outcome"),
-        RecordingRule(f"{_PER_TARGET}:rollouts_per_second:rate{w}",
-                      promql.rate(schema.ROLLOUTS, w, by=promql.TARGET_BY), "rollouts/s per worker"),
-        RecordingRule(f"{_LEVEL}:rollout_tokens_per_second:rate{w}", promql.rate(schema.ROLLOUT_TOKENS, w),
-                      "rollout tokens/s of the whole fleet"),
-        RecordingRule(f"{_PER_TARGET}:rollout_tokens_per_second:rate{w}",
-                      promql.rate(schema.ROLLOUT_TOKENS, w, by=promql.TARGET_BY), "rollout tokens/s per worker"),
+        RecordingRule(f"{_PER_RUN}:rollouts_per_second:rate{w}", promql.rate(schema.ROLLOUTS, w, per_run=True),
+                      "rollouts/s of each run's fleet, every outcome"),
+        RecordingRule(f"{_PER_TARGET}:rollouts_per_second:rate{w}", per_target_rate_expr(schema.ROLLOUTS),
+                      "rollouts/s per worker (label run when it exposes run info)"),
+        RecordingRule(f"{_PER_RUN}:rollout_tokens_per_second:rate{w}",
+                      promql.rate(schema.ROLLOUT_TOKENS, w, per_run=True), "rollout tokens/s of each run's fleet"),
+        RecordingRule(f"{_PER_TARGET}:rollout_tokens_per_second:rate{w}", per_target_rate_expr(schema.ROLLOUT_TOKENS),
+                      "rollout tokens/s per worker (label run when it exposes run info)"),
     ]
     for key, q in promql.QUANTILES.items():
-        rules.append(RecordingRule(f"{_LEVEL}:weight_sync_seconds:{key}_{w}", promql.sync_quantile(q, w),
-                                   f"weight-sync latency {key} over {w}"))
+        rules.append(RecordingRule(f"{_PER_RUN}:weight_sync_seconds:{key}_{w}",
+                                   promql.sync_quantile(q, w, per_run=True),
+                                   f"weight-sync latency {key} over {w}, per run"))
     rules += [
-        RecordingRule(f"{_LEVEL}:staleness_versions:max", promql.staleness_max(),
-                      "policy versions the furthest-behind worker lags the trainer"),
+        RecordingRule(f"{_PER_RUN}:staleness_versions:max", promql.staleness_max(per_run=True),
+                      "policy versions the run's furthest-behind worker lags its trainer"),
         RecordingRule(f"{_PER_TARGET}:staleness_versions:current", worker_staleness_expr(),
-                      "policy versions each worker lags the trainer"),
-        RecordingRule(f"{_LEVEL}:spend_dollars:total", promql.spend_dollars(),
-                      "dollars spent per the GPU-seconds counters (a restarted process starts again at 0)"),
-        RecordingRule(f"{_LEVEL}:spend_dollars:increase{IPD_WINDOW}", promql.spend_dollars(IPD_WINDOW),
-                      f"dollars spent over the last {IPD_WINDOW}, across restarts"),
-        RecordingRule(f"{_LEVEL}:burn_dollars_per_hour:rate{w}", promql.burn_dollars_per_hour(w),
-                      "dollars per hour now"),
-        RecordingRule(f"benchmark:intelligence_per_kilodollar:delta{IPD_WINDOW}", ipd_expr(),
-                      f"score points per $1k over the last {IPD_WINDOW}"),
-        RecordingRule(f"benchmark:marginal_intelligence_per_kilodollar:deriv{IPD_WINDOW}", marginal_ipd_expr(),
-                      f"score slope over the last {IPD_WINDOW} per dollar at the 5m burn rate, per $1k"),
+                      "policy versions each worker lags its run's trainer (label run)"),
+        RecordingRule(f"{_PER_RUN}:spend_dollars:total", promql.spend_dollars(per_run=True),
+                      "dollars each run spent per the GPU-seconds counters (a restarted process starts again at 0)"),
+        RecordingRule(f"{_PER_RUN}:spend_dollars:increase{IPD_WINDOW}", promql.spend_dollars(IPD_WINDOW, per_run=True),
+                      f"dollars each run spent over the last {IPD_WINDOW}, across restarts"),
+        RecordingRule(f"{_PER_RUN}:burn_dollars_per_hour:rate{w}", promql.burn_dollars_per_hour(w, per_run=True),
+                      "dollars per hour each run burns now"),
+        RecordingRule(f"{_PER_RUN_BENCHMARK}:intelligence_per_kilodollar:delta{IPD_WINDOW}", ipd_expr(),
+                      f"score points per $1k over the last {IPD_WINDOW}, per run and benchmark"),
+        RecordingRule(f"{_PER_RUN_BENCHMARK}:marginal_intelligence_per_kilodollar:deriv{IPD_WINDOW}",
+                      marginal_ipd_expr(),
+                      f"score slope over the last {IPD_WINDOW} per dollar at the 5m burn rate, per $1k, "
+                      "per run and benchmark"),
     ]
     return rules
 
@@ -194,68 +227,76 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
                   target + " is down", "Prometheus's last scrape of this target failed."),
     ]
 
-    ts = schema.TRAINER_LAST_STEP_TIMESTAMP.name
-    step_buckets = schema.TRAINER_STEP_SECONDS.bucket
-    median_step = f"histogram_quantile(0.5, sum by (le) (last_over_time({step_buckets}[{_SEEN_WINDOW}])))"
-    limit = f"((clamp_min({_n(th.stall_factor)} * {median_step}, {_n(th.stall_min_s)}) >= 0) or vector({_n(th.stall_min_s)}))"
+    # Per run: a run's freshest trainer step against that run's median step time. Run info is read over
+    # the last hour, as the step timestamp is, so a trainer that went down still counts under its run.
+    ts = promql.with_run(f"(last_over_time({schema.TRAINER_LAST_STEP_TIMESTAMP.name}[{_SEEN_WINDOW}]) > 0)",
+                         seen=_SEEN_WINDOW)
+    buckets = promql.with_run(f"last_over_time({schema.TRAINER_STEP_SECONDS.bucket}[{_SEEN_WINDOW}])",
+                              seen=_SEEN_WINDOW)
+    median_step = f"histogram_quantile(0.5, sum by (le, {_RUN}) ({buckets}))"
+    floor = f"{_n(th.stall_min_s)} * group by ({_RUN}) (last_over_time({schema.RUN_INFO.name}[{_SEEN_WINDOW}]))"
+    limit = f"((clamp_min({_n(th.stall_factor)} * {median_step}, {_n(th.stall_min_s)}) >= 0) or {floor})"
     rules.append(AlertRule(
         "PtmonTrainerStalled", "trainer_stalled", "critical",
-        f"(time() - max(last_over_time({ts}[{_SEEN_WINDOW}]) > 0)) >= {limit}",
-        "no training step for {{ $value | humanizeDuration }}",
+        f"(time() - max by ({_RUN}) ({ts})) >= on ({_RUN}) {limit}",
+        _RUN_NAME + "no training step for {{ $value | humanizeDuration }}",
         f"No step for at least max({_n(th.stall_factor)} x the median step time, {_n(th.stall_min_s)} s)."))
 
-    p99 = promql.sync_quantile(promql.QUANTILES["p99"], WINDOW)
+    p99 = promql.sync_quantile(promql.QUANTILES["p99"], WINDOW, per_run=True)
     warn_s, crit_s = _n(th.weight_sync_p99_warn_s), _n(th.weight_sync_p99_critical_s)
     rules += [
         AlertRule("PtmonWeightSyncSlow", "weight_sync_slow", "critical", f"{p99} > {crit_s}",
-                  "weight-sync p99 {{ $value | printf \"%.3g\" }} s > " + crit_s + " s",
+                  _RUN_NAME + "weight-sync p99 {{ $value | printf \"%.3g\" }} s > " + crit_s + " s",
                   f"99th percentile of trainer-to-inference weight-sync time over {WINDOW}."),
         AlertRule("PtmonWeightSyncSlow", "weight_sync_slow", "warning", f"{p99} > {warn_s} <= {crit_s}",
-                  "weight-sync p99 {{ $value | printf \"%.3g\" }} s > " + warn_s + " s",
+                  _RUN_NAME + "weight-sync p99 {{ $value | printf \"%.3g\" }} s > " + warn_s + " s",
                   f"99th percentile of trainer-to-inference weight-sync time over {WINDOW}."),
     ]
 
-    stale = promql.staleness_max()
+    stale = promql.staleness_max(per_run=True)
     warn_v, crit_v = _n(th.staleness_warn), _n(th.staleness_critical)
     rules += [
         AlertRule("PtmonStaleness", "staleness", "critical", f"{stale} > {crit_v}",
-                  "rollouts {{ $value }} policy versions behind the trainer (> " + crit_v + ")",
-                  "The furthest-behind rollout worker samples with a policy this many versions old."),
+                  _RUN_NAME + "rollouts {{ $value }} policy versions behind the trainer (> " + crit_v + ")",
+                  "The run's furthest-behind rollout worker samples with a policy this many versions old."),
         AlertRule("PtmonStaleness", "staleness", "warning", f"{stale} > {warn_v} <= {crit_v}",
-                  "rollouts {{ $value }} policy versions behind the trainer (> " + warn_v + ")",
-                  "The furthest-behind rollout worker samples with a policy this many versions old."),
+                  _RUN_NAME + "rollouts {{ $value }} policy versions behind the trainer (> " + warn_v + ")",
+                  "The run's furthest-behind rollout worker samples with a policy this many versions old."),
     ]
 
     recent = promql.duration(RECENT_RATE_S)
-    now = f"({promql.rate(schema.ROLLOUTS, recent)} or vector(0))"
-    ref = (f"quantile_over_time(0.5, ({promql.rate(schema.ROLLOUTS, recent)})"
+    ref = (f"quantile_over_time(0.5, ({promql.rate(schema.ROLLOUTS, recent, per_run=True)})"
            f"[{promql.duration(MEDIAN_WINDOW_S)}:{_MEDIAN_STEP}])")
+    # A run whose workers are all gone has no rate at all: it counts as 0 (0 x its reference keeps its run).
+    now = f"({promql.rate(schema.ROLLOUTS, recent, per_run=True)} or 0 * {ref})"
     ratio = _n(th.rollout_drop_ratio)
     rules += [
         AlertRule("PtmonRolloutRateDrop", "rollout_rate_drop", "critical", f"{now} <= 0 and ({ref} > 0)",
-                  "no rollouts in the last " + recent,
-                  "The rollout rate fell to 0 from a positive 10-minute median."),
+                  _RUN_NAME + "no rollouts in the last " + recent,
+                  "The run's rollout rate fell to 0 from a positive 10-minute median."),
         AlertRule("PtmonRolloutRateDrop", "rollout_rate_drop", "warning",
                   f"({now} <= {ratio} * ({ref} > 0)) > 0",
-                  "rollout rate {{ $value | printf \"%.3g\" }}/s is at or below " + f"{th.rollout_drop_ratio:.0%}"
-                  + " of its 10-minute median",
-                  f"Rollouts/s over the last {recent} against the median of the last 10 minutes."),
+                  _RUN_NAME + "rollout rate {{ $value | printf \"%.3g\" }}/s is at or below "
+                  + f"{th.rollout_drop_ratio:.0%}" + " of its 10-minute median",
+                  f"The run's rollouts/s over the last {recent} against the median of the last 10 minutes."),
     ]
 
-    evals = f"max by (benchmark) (changes({schema.EVAL_POLICY_VERSION.name}[{IPD_WINDOW}])) >= {k - 1}"
+    changes = promql.with_run(f"changes({schema.EVAL_POLICY_VERSION.name}[{IPD_WINDOW}])")
+    evals = f"max by ({_RUN}, benchmark) ({changes}) >= {k - 1}"
     rules.append(AlertRule(
         "PtmonMarginalIPD", "marginal_ipd", "warning",
-        f"({marginal_ipd_expr()} <= {_n(th.marginal_ipd_min)}) and on (benchmark) ({evals})",
-        "{{ $labels.benchmark }}: marginal intelligence per dollar {{ $value | printf \"%.3g\" }} points/$1k "
-        "(at or below " + _n(th.marginal_ipd_min) + "): money without progress",
+        f"({marginal_ipd_expr()} <= {_n(th.marginal_ipd_min)}) and on ({_RUN}, benchmark) ({evals})",
+        _RUN_NAME + "{{ $labels.benchmark }}: marginal intelligence per dollar {{ $value | printf \"%.3g\" }} "
+        "points/$1k (at or below " + _n(th.marginal_ipd_min) + "): money without progress",
         f"Least-squares score slope over the last {IPD_WINDOW} per dollar, judged once {k} evals are in it."))
 
     score = schema.EVAL_SCORE.name
+    best = promql.with_run(f"max_over_time({score}[{_BEST_SCORE_WINDOW}])")
     drop = _n(th.eval_regression_points)
     rules.append(AlertRule(
         "PtmonEvalRegression", "eval_regression", "warning",
-        f"{score} < max_over_time({score}[{_BEST_SCORE_WINDOW}]) - {drop}",
-        "{{ $labels.benchmark }} score {{ $value | printf \"%.3g\" }} is more than " + drop
+        f"{score_expr()} < max by ({_RUN}, benchmark) ({best}) - {drop}",
+        _RUN_NAME + "{{ $labels.benchmark }} score {{ $value | printf \"%.3g\" }} is more than " + drop
         + " below its best of the last day",
-        "The latest eval score regressed from the best one seen in the last day."))
+        "The run's latest eval score regressed from the best one seen in the last day."))
     return rules

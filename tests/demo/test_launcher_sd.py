@@ -84,7 +84,7 @@ def test_the_shipped_config_scrapes_the_demo_through_its_sd_file(prometheus_bin:
         # The rule files were found next to the config and evaluate cleanly.
         groups_loaded = prom.api("rules")["groups"]
         assert sorted(g["name"] for g in groups_loaded) == ["ptmon", "ptmon-alerts"]
-        prom.wait_for("ptmon:spend_dollars:total > 0")
+        prom.wait_for("run:spend_dollars:total > 0")
         deadline = time.monotonic() + 20.0  # each group runs at its own offset within the 5 s interval
         while True:
             health = {r["name"]: (r["health"], r.get("lastError", "")) for g in prom.api("rules")["groups"]

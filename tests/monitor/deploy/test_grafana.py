@@ -29,6 +29,18 @@ def test_the_datasource_is_a_template_variable_used_by_every_panel_and_target() 
     assert len({p["id"] for p in d["panels"]}) == len(d["panels"])
 
 
+def test_a_run_variable_filters_every_query_and_every_legend_names_the_run() -> None:
+    d = dashboard()
+    (var,) = [v for v in d["templating"]["list"] if v["name"] == "run"]
+    assert var["type"] == "query" and var["datasource"] == DS
+    assert var["definition"] == var["query"]["query"] == "label_values(posttrain_run_info, run)"
+    assert var["multi"] and var["includeAll"] and var["allValue"] == ".*"
+    for panel in d["panels"]:
+        for target in panel["targets"]:
+            assert 'posttrain_run_info{run=~"$run"}' in target["expr"], panel["title"]
+            assert target["legendFormat"].startswith("{{run}} "), panel["title"]
+
+
 def test_panels_do_not_overlap_on_the_grid() -> None:
     cells = set()
     for panel in dashboard()["panels"]:
