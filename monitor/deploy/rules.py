@@ -207,6 +207,16 @@ def _trainers() -> str:
             f"[{_SEEN_WINDOW}])) or group by ({by}) (up{{job=\"{DEMO_JOB_PREFIX}{schema.ROLE_TRAINER}\"}})")
 
 
+def _with_run_if_known(expr: str) -> str:
+    """Per-target ``expr`` with the target's run (from run info seen in the last hour) when it has one.
+
+    A down target's run info is stale, hence the hour; a target that never
+    exposed run info keeps its alert, without ``run`` (``or on (job, instance)``).
+    """
+    return (f"({expr}) * {promql.run_join(seen=_SEEN_WINDOW)} "
+            f"or on ({', '.join(promql.TARGET_BY)}) ({expr})")
+
+
 def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | None = None) -> list[AlertRule]:
     """The TUI's seven alert rules (``monitor.alerts.RULES``) as Prometheus alerts, with its default thresholds.
 
@@ -217,13 +227,15 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
     th = thresholds or Thresholds()
     k = Settings().marginal_k if marginal_k is None else marginal_k
     on = f"on ({', '.join(promql.TARGET_BY)})"
-    target = "{{ with $labels.ptmon_name }}{{ . }} {{ end }}({{ $labels.instance }}, job {{ $labels.job }})"
+    target = ("{{ with $labels.run }}run {{ . }}: {{ end }}"
+              "{{ with $labels.ptmon_name }}{{ . }} {{ end }}({{ $labels.instance }}, job {{ $labels.job }})")
+    down_trainer = f"up == 0 and {on} ({_trainers()})"
+    down_other = f"(up == 0 and {on} ({_target_scope()})) unless {on} ({_trainers()})"
     rules = [
-        AlertRule("PtmonTargetDown", "target_down", "critical", f"up == 0 and {on} ({_trainers()})",
+        AlertRule("PtmonTargetDown", "target_down", "critical", _with_run_if_known(down_trainer),
                   target + " is down",
                   "Prometheus's last scrape of the trainer failed: no steps, syncs or spend are being reported."),
-        AlertRule("PtmonTargetDown", "target_down", "warning",
-                  f"(up == 0 and {on} ({_target_scope()})) unless {on} ({_trainers()})",
+        AlertRule("PtmonTargetDown", "target_down", "warning", _with_run_if_known(down_other),
                   target + " is down", "Prometheus's last scrape of this target failed."),
     ]
 

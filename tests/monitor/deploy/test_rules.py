@@ -104,6 +104,7 @@ def test_every_number_of_a_run_is_grouped_by_run_and_its_alerts_name_it() -> Non
             assert name.split(":")[0] in {"run", "run_benchmark"}, name
             assert re.search(r"by \((le, )?run[,)]", expr), name
     for a in alerting_rules():
-        if a.tui_rule == "target_down":  # per target, not per run
+        if a.tui_rule == "target_down":  # per target; named with its run when it has one
+            assert join in a.expr and a.summary.startswith("{{ with $labels.run }}run {{ . }}: {{ end }}")
             continue
         assert join in a.expr and a.summary.startswith("run {{ $labels.run }}: "), a.alert
