@@ -229,8 +229,6 @@ def instant_queries(window_s: float) -> dict[str, str]:
         "rollout_tokens": rate(schema.ROLLOUT_TOKENS, w, by=TARGET_BY),
         "engine_tokens": engine_tokens_rate(w, by=TARGET_BY),
         "rollout_errors": rate(schema.ROLLOUTS, w, matchers='outcome="error"'),
-        "sync_count": increase(_suffixed(schema.WEIGHT_SYNC_SECONDS, "_count"), w),
-        "sync_failures": increase(counter(schema.WEIGHT_SYNC_FAILURES), w),
         "sync_bytes": rate(schema.WEIGHT_SYNC_BYTES, w),
         "steps": rate(schema.TRAINER_STEPS, w),
         "trainer_tokens": rate(schema.TRAINER_TOKENS, w),
