@@ -389,7 +389,7 @@ def run_watch(args: argparse.Namespace) -> int:
             interval_s=args.interval,
             window_s=args.window,
             timeout_s=args.timeout,
-            prometheus_url=getattr(args, "prometheus", None),
+            prometheus_url=getattr(args, "prometheus", None), run=getattr(args, "run", None),
         )
     except ConfigError as exc:
         print(f"ptmon watch: {safe(str(exc))}", file=sys.stderr)

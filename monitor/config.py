@@ -26,7 +26,7 @@ __all__ = ["ConfigError", "load_settings", "target_from_url", "prometheus_from_u
 
 _CLI = "command line"
 _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_bytes", "concurrency",
-                       "prices", "eval", "alerts", "targets", "prometheus"})
+                       "prices", "eval", "alerts", "targets", "prometheus", "run"})
 _EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
 _TARGET_KEYS = frozenset({"name", "url", "role", "bearer_token_file", "basic_auth", "ca_file", "verify_tls"})
 _PROMETHEUS_KEYS = _TARGET_KEYS - {"role"}
@@ -357,6 +357,8 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
                               show_got=False)
             seen[t.name] = i
         out["targets"] = targets
+    if "run" in doc:
+        out["run"] = r.string(doc["run"], "run")
     if "prometheus" in doc:
         raw = doc["prometheus"]
         if "targets" in doc:
@@ -379,6 +381,7 @@ def load_settings(
     window_s: float | None = None,
     timeout_s: float | None = None,
     prometheus_url: str | None = None,
+    run: str | None = None,
 ) -> Settings:
     """Settings from ``config_path`` (optional) with command-line values on top.
 
@@ -424,6 +427,17 @@ def load_settings(
             seen.add(t.name)
             targets.append(t)
         kwargs["targets"] = tuple(targets)
+    if run is not None:
+        if not run:
+            raise cli.error("--run", "a run name (posttrain_run_info's run label)", run)
+        kwargs["run"] = run
+        origin["run"] = (_CLI, "--run")
+    elif "run" in kwargs:
+        origin["run"] = (config_path or "", "run")
+    if kwargs.get("run") is not None and kwargs.get("prometheus") is None:
+        src, key = origin["run"]
+        raise ConfigError(src, key, "a Prometheus source with it (--prometheus URL or prometheus = ...): scraped "
+                          "directly, the targets given are the run", kwargs["run"])
     if kwargs.get("prometheus") is not None and "max_body_bytes" not in kwargs:
         kwargs["max_body_bytes"] = PROMETHEUS_MAX_BODY_BYTES
     settings = Settings(**kwargs)

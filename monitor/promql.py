@@ -14,6 +14,7 @@ writes), so the rules stay readable.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 
@@ -38,6 +39,7 @@ __all__ = [
     "staleness_max",
     "rollout_rate_chart",
     "instant_queries",
+    "string",
     "combine",
     "run_join",
     "with_run",
@@ -143,11 +145,22 @@ def sync_quantile(q: float, window: float | str, *, by: Sequence[str] = (), per_
     return f"histogram_quantile({q:g}, {_by(('le', *_run_by(by, per_run)))}({inner}))"
 
 
-def step_seconds_mean(window: float | str) -> str:
-    """Mean optimizer step time over the window: rate of the histogram's sum over rate of its count."""
+def step_seconds_mean(window: float | str, *, runs: str = "") -> str:
+    """Mean optimizer step time over the window: rate of the histogram's sum over rate of its count.
+
+    ``runs``: only the targets whose run info matches (``run="x"``).
+    """
     w = _window(window)
     spec = schema.TRAINER_STEP_SECONDS
-    return (f"sum(rate({_suffixed(spec, '_sum')}[{w}])) / sum(rate({_suffixed(spec, '_count')}[{w}]))")
+    total, count = (f"rate({_suffixed(spec, suffix)}[{w}])" for suffix in ("_sum", "_count"))
+    if runs:
+        total, count = with_run(total, runs=runs), with_run(count, runs=runs)
+    return f"sum({total}) / sum({count})"
+
+
+def string(value: str) -> str:
+    """A PromQL string literal (double-quoted, escaped): label values from the user go through this."""
+    return json.dumps(value)
 
 
 def engine_tokens_rate(window: float | str, *, by: Sequence[str] = ()) -> str:
@@ -212,18 +225,37 @@ def staleness_max(*, per_run: bool = False, runs: str = "") -> str:
     return f"clamp_min(max({schema.POLICY_VERSION.name}) - min({schema.ROLLOUT_POLICY_VERSION.name}), 0)"
 
 
-def rollout_rate_chart(range_s: float | str) -> str:
+def rollout_rate_chart(range_s: float | str, *, run: str | None = None) -> str:
     """The rollout-rate chart's expression for a range query: fleet rollouts/s over ``range_s`` at each step."""
+    if run is not None:
+        return rate(schema.ROLLOUTS, range_s, per_run=True, runs=f"{RUN_LABEL}={string(run)}")
     return rate(schema.ROLLOUTS, range_s)
 
 
-def instant_queries(window_s: float) -> dict[str, str]:
+def instant_queries(window_s: float, *, run: str | None = None) -> dict[str, str]:
     """Every windowed number ptmon asks a Prometheus server for, by key, for one instant query.
 
     Per-target answers keep ``job`` and ``instance`` so the source can put them
-    on the right worker row; fleet numbers are single samples.
+    on the right worker row; fleet numbers are single samples. ``run``: only
+    the targets whose ``posttrain_run_info`` says that run (one Prometheus,
+    several runs); engines without run info are then left out.
     """
     w = duration(window_s)
+    if run is not None:
+        runs = f"{RUN_LABEL}={string(run)}"
+        out = {
+            "rollouts": rate(schema.ROLLOUTS, w, by=TARGET_BY, per_run=True, runs=runs),
+            "rollout_tokens": rate(schema.ROLLOUT_TOKENS, w, by=TARGET_BY, per_run=True, runs=runs),
+            "rollout_errors": rate(schema.ROLLOUTS, w, matchers='outcome="error"', per_run=True, runs=runs),
+            "sync_bytes": rate(schema.WEIGHT_SYNC_BYTES, w, per_run=True, runs=runs),
+            "steps": rate(schema.TRAINER_STEPS, w, per_run=True, runs=runs),
+            "trainer_tokens": rate(schema.TRAINER_TOKENS, w, per_run=True, runs=runs),
+            "step_seconds": step_seconds_mean(w, runs=runs),
+            "gpus": rate(schema.GPU_SECONDS, w, by=(*TARGET_BY, "role"), per_run=True, runs=runs),
+        }
+        for key, q in QUANTILES.items():
+            out["sync_" + key] = sync_quantile(q, w, per_run=True, runs=runs)
+        return out
     out = {
         "rollouts": rate(schema.ROLLOUTS, w, by=TARGET_BY),
         "rollout_tokens": rate(schema.ROLLOUT_TOKENS, w, by=TARGET_BY),

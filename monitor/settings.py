@@ -60,6 +60,8 @@ class Settings:
     concurrency: int = 16
     # Read this Prometheus-compatible server's query API instead of scraping targets (exclusive with targets).
     prometheus: Target | None = None
+    # With ``prometheus``: only the targets whose posttrain_run_info says this run (a server holding several runs).
+    run: str | None = None
 
     @property
     def effective_timeout_s(self) -> float:

@@ -200,7 +200,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(config_path=args.config, urls=args.urls, interval_s=args.interval,
                                  window_s=args.window, timeout_s=args.timeout,
-                                 prometheus_url=getattr(args, "prometheus", None))
+                                 prometheus_url=getattr(args, "prometheus", None), run=getattr(args, "run", None))
     except ConfigError as exc:
         print(f"ptmon snapshot: {safe(str(exc))}", file=sys.stderr)
         return 2

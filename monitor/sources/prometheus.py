@@ -52,6 +52,7 @@ from monitor import promql
 from monitor.dashboard import Point, TargetHealth
 from monitor.evaluated import PER_TARGET, Evaluated
 from monitor.parse import Labels, Sample
+from monitor.roles import run_info_names
 from monitor.settings import Settings, Target
 from monitor.sources._http import BearerTokenFile, FetchError, connect_message, make_client, read_capped, short
 from monitor.sources.scrape import backoff_delay, effective_timeout
@@ -172,6 +173,7 @@ class PrometheusSource:
         overlap_s: float = DEFAULT_OVERLAP_S,
         backfill: bool = True,
         evaluate: bool = True,
+        run: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
@@ -194,6 +196,8 @@ class PrometheusSource:
         self._overlap = float(overlap_s)
         self._backfill = backfill
         self._evaluate = evaluate
+        self._run_name = run
+        self._run_keys: set[_Key] = set()  # with ``run``: the targets whose run info has said that run
         self._evaluated: Evaluated | None = None
         self._in_flight_since: float | None = None  # time.monotonic() the running poll began
         # Why the last server-side evaluation failed (the poll itself was good); None when it worked.
@@ -232,8 +236,8 @@ class PrometheusSource:
         if settings.prometheus is None:
             raise ValueError("settings.prometheus is not set")
         return cls(settings.prometheus, store=store, interval_s=settings.interval_s, timeout_s=settings.timeout_s,
-                   window_s=settings.window_s, max_body_bytes=settings.max_body_bytes, transport=transport,
-                   clock=clock)
+                   window_s=settings.window_s, max_body_bytes=settings.max_body_bytes, run=settings.run,
+                   transport=transport, clock=clock)
 
     # -- Source ----------------------------------------------------------------
 
@@ -255,9 +259,7 @@ class PrometheusSource:
                 name=self._server.name, url=self._server.url, role=None,
                 up=False if self._server_up is False else None, last_scrape=self._server_last,
                 scrape_seconds=self._server_seconds,
-                error=self._server_error or (
-                    "no posttrain_, engine or DCGM series in Prometheus yet" if self._server_up
-                    else self._waiting())),)
+                error=self._server_error or (self._nothing_yet() if self._server_up else self._waiting())),)
         out = []
         # Grouped by job (one per role, as usually configured), then by name: stable whatever the answer's order.
         for r in sorted(self._remotes.values(), key=lambda r: (r.key[0], r.name)):
@@ -269,6 +271,12 @@ class PrometheusSource:
                 last_success=r.last_success, scrape_seconds=r.scrape_seconds, samples=r.samples,
                 series=self._store.series_count(r.name), dropped_series=r.dropped_series, error=error))
         return tuple(out)
+
+    def _nothing_yet(self) -> str:
+        if self._run_name is not None:
+            return (f"no target of run {self._run_name!r} in Prometheus yet "
+                    "(none exposes posttrain_run_info with it)")
+        return "no posttrain_, engine or DCGM series in Prometheus yet"
 
     def _waiting(self) -> str | None:
         """While the first query (the window's history, allowed 10 s) is late, say so rather than nothing."""
@@ -429,8 +437,9 @@ class PrometheusSource:
         step = max(2 * self._interval, range_s / _CHART_POINTS)
         # Each chart point is a rate over two steps, or over enough scrapes for rate() to have two samples.
         chart_range = max(2 * step, 2.5 * spacing)
-        instant = {"query": promql.combine(promql.instant_queries(range_s)), "time": f"{at:.3f}"}
-        ranged = {"query": promql.rollout_rate_chart(chart_range), "start": f"{at - range_s:.3f}",
+        run = self._run_name
+        instant = {"query": promql.combine(promql.instant_queries(range_s, run=run)), "time": f"{at:.3f}"}
+        ranged = {"query": promql.rollout_rate_chart(chart_range, run=run), "start": f"{at - range_s:.3f}",
                   "end": f"{at:.3f}", "step": f"{step:.3f}"}
         vector_body, matrix_body = await _all(
             self._get("/api/v1/query", instant, timeout=timeout),
@@ -510,6 +519,8 @@ class PrometheusSource:
         cache = self._series
         if len(cache) > 2 * len(result) + 10_000:
             cache.clear()  # label churn: start afresh (bounded by the answer, itself bounded by the body cap)
+        if self._run_name is not None:
+            result = self._of_run(result)
         for item in result:
             try:
                 metric, values = item["metric"], item["values"]
@@ -545,6 +556,18 @@ class PrometheusSource:
         for key, remote in self._remotes.items():
             self._store_scrapes(remote, data.get(key, {}))
             self._update_health(remote, sorted(meta.get(key, ())), newest_up)
+
+    def _of_run(self, result: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Only the series of targets whose run info says ``run`` (remembered: a target that goes down
+        keeps its place, with Prometheus's `up` saying so)."""
+        for item in result:
+            metric = item.get("metric") if isinstance(item, dict) else None
+            if isinstance(metric, dict) and metric.get("__name__") in run_info_names() \
+                    and metric.get(promql.RUN_LABEL) == self._run_name:
+                self._run_keys.add((metric.get("job", ""), metric.get("instance", "")))
+        keys = self._run_keys
+        return [item for item in result if isinstance(item, dict) and isinstance(m := item.get("metric"), dict)
+                and (m.get("job", ""), m.get("instance", "")) in keys]
 
     def _classify(self, metric: Mapping[str, Any]) -> tuple[_Key, str, Labels | None]:
         """(target, name, labels to store) of a series seen for the first time; labels None: not stored."""

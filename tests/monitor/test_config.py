@@ -378,3 +378,19 @@ def test_prometheus_mistakes_on_the_command_line() -> None:
         load_settings(urls=["h:9100"], prometheus_url="h:9090")
     with pytest.raises(ConfigError, match=r"^command line: --prometheus: expected a host and a port"):
         load_settings(prometheus_url="9090")
+
+
+def test_a_run_filter_goes_with_a_prometheus_source(tmp_path: Path) -> None:
+    assert load_settings(prometheus_url="h:9090", run="grpo-7").run == "grpo-7"
+    path = write(tmp_path, 'prometheus = "h:9090"\nrun = "from-file"\n')
+    assert load_settings(config_path=path).run == "from-file"
+    assert load_settings(config_path=path, run="flag").run == "flag"  # the command line wins
+    with pytest.raises(ConfigError, match=r"^command line: --run: expected a Prometheus source with it"):
+        load_settings(urls=["h:9100"], run="grpo-7")
+    with pytest.raises(ConfigError, match=r"^command line: --run: expected a run name"):
+        load_settings(prometheus_url="h:9090", run="")
+    path = write(tmp_path, 'run = "x"\n[[targets]]\nurl = "h:9100"\n', name="direct.toml")
+    with pytest.raises(ConfigError, match=r"direct.toml: run: expected a Prometheus source with it"):
+        load_settings(config_path=path)
+    with pytest.raises(ConfigError, match=r"bad.toml: run: expected a non-empty string, got 7"):
+        load_settings(config_path=write(tmp_path, 'prometheus = "h:9090"\nrun = 7\n', name="bad.toml"))

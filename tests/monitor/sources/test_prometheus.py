@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx
 import pytest
@@ -245,6 +245,58 @@ async def test_a_dashboard_through_prometheus_agrees_with_direct_scraping_and_wi
     finally:
         await direct.aclose()
         await via.aclose()
+
+
+async def test_with_a_run_filter_another_run_on_the_same_prometheus_is_left_out(
+        fleet: Fleet, prometheus_server: Callable[..., object]) -> None:
+    """A second run's trainer, far ahead and syncing slowly, scraped by the same Prometheus in the same job:
+    with ``run=`` the fleet's numbers are its own run's (server-side and stored), without it they mix."""
+    other = TrainerExporter(gpus=64, gpu_hour_price=9.0, run="run-8", model="m", algorithm="ppo")
+    other.publish_policy(100)
+    server = serve(other.registry)
+    try:
+        jobs = fleet.jobs()
+        jobs["trainer"] = [*jobs["trainer"], server.url]
+        prom = prometheus_server(jobs, scrape_interval=0.5)
+        prom.wait_for("count(up == 1) == 4")  # type: ignore[attr-defined]
+        for v in (1, 2):
+            await asyncio.to_thread(fleet.sync, v, seconds=0.02)
+            with other.weight_sync(version=100 + v, nbytes=1e9):
+                await asyncio.sleep(1.2)
+        for w in fleet.workers:
+            w.set_policy_version(2)
+        settings = replace(settings_for(prometheus=prom.url), run="run-7")  # type: ignore[attr-defined]
+        feed, mixed = LiveFeed(settings), LiveFeed(settings_for(prometheus=prom.url))  # type: ignore[attr-defined]
+        for f in (feed, mixed):
+            await f.start()
+        try:
+            other_name = server.url.split("/")[2]
+            box: dict[str, Dashboard] = {}
+
+            async def evaluated() -> bool:
+                box["d"] = await feed.dashboard(window_s=60)
+                box["m"] = await mixed.dashboard(window_s=60)
+                return (feed._prometheus.evaluated() is not None  # noqa: SLF001
+                        and box["d"].weight_sync_p99_s is not None and box["m"].weight_sync_p99_s is not None)
+
+            deadline = time.monotonic() + 20
+            while not await evaluated():
+                assert time.monotonic() < deadline, box
+                await asyncio.sleep(0.2)
+            d, m = box["d"], box["m"]
+            assert other_name not in {t.name for t in d.targets} and other_name in {t.name for t in m.targets}
+            assert d.run == "run-7" and d.policy_version == 2 and d.staleness_max == 0
+            assert m.policy_version == 102  # mixed: the other run's trainer
+            # Server-side: run-7's syncs took 20 ms, run-8's 1.2 s; the filtered p99 is run-7's alone.
+            assert d.weight_sync_p99_s < 0.5 < m.weight_sync_p99_s
+            # Burn: run-7's GPUs only (8 x $3 + 2 x 4 x $2 = $40/h), not run-8's 64 x $9.
+            assert d.burn_dollars_per_hour == pytest.approx(40.0, rel=0.05)
+            assert m.burn_dollars_per_hour > 500
+        finally:
+            for f in (feed, mixed):
+                await f.aclose()
+    finally:
+        server.close()
 
 
 async def test_a_killed_exporter_is_down_and_a_dead_prometheus_is_a_clear_error(
@@ -851,3 +903,42 @@ async def test_gpus_without_a_role_label_are_priced_by_their_targets_role() -> N
     assert {t.name: t.role for t in d.targets}["b:1"] == "trainer"  # detected from what it exposes
     assert d.burn_dollars_per_hour == 8 * 2.5  # as build_dashboard prices it: the target's role's price
     await feed.aclose()
+
+
+async def test_a_run_filter_keeps_that_runs_targets_and_asks_for_that_run() -> None:
+    """One Prometheus, two runs: with ``run=``, only targets whose run info says it are read, and every
+    server-side number is evaluated over them alone."""
+    info = "posttrain_run_info"
+    a_w, a_t, b_t = ({"job": "w", "instance": "a:1"}, {"job": "t", "instance": "b:1"},
+                     {"job": "t", "instance": "z:9"})
+    answer = matrix(
+        ({"__name__": info, "run": "alpha", "role": "rollout", **a_w}, [(T0, 1)]),
+        ({"__name__": ROLLOUTS, **a_w}, [(T0, 10)]),
+        ({"__name__": "up", **a_w}, [(T0, 1)]),
+        ({"__name__": info, "run": "alpha", "role": "trainer", **a_t}, [(T0, 1)]),
+        ({"__name__": "posttrain_policy_version", **a_t}, [(T0, 4)]),
+        ({"__name__": "up", **a_t}, [(T0, 1)]),
+        ({"__name__": info, "run": "beta", "role": "trainer", **b_t}, [(T0, 1)]),  # another run's trainer
+        ({"__name__": "posttrain_policy_version", **b_t}, [(T0, 400)]),
+        ({"__name__": "up", **b_t}, [(T0, 0)]),
+    )
+    answers = Answers(answer)
+    store = Store()
+    src = source(answers, store, run='alpha"')  # a quote in the name is escaped, not injected
+    await src.scrape_once()
+    assert store.targets() == [] and src.health()[0].error == (
+        "no target of run 'alpha\"' in Prometheus yet (none exposes posttrain_run_info with it)")
+    await src.aclose()
+
+    answers = Answers(answer)
+    src = source(answers, store, run="alpha")
+    for _ in range(2):
+        await src.scrape_once()
+    assert sorted(store.targets()) == ["a:1", "b:1"]  # not z:9, beta's trainer (and its down `up`)
+    assert {h.name: h.up for h in src.health()} == {"a:1": True, "b:1": True}
+    query = answers.evaluations[-1]["query"]
+    assert 'histogram_quantile(0.99, sum by (le, run) (rate(posttrain_weight_sync_seconds_bucket[' in query
+    assert query.count('posttrain_run_info{run="alpha"}') == len(promql.instant_queries(60, run="x")) + 1
+    assert 'posttrain_run_info{run="alpha"}' in answers.ranges[-1]["query"]
+    assert promql.string('alpha"') == '"alpha\\""'
+    await src.aclose()
