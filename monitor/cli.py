@@ -35,7 +35,7 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("urls", nargs="*", metavar="URL", help="/metrics URLs to scrape (host:port is enough)")
     p.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml with targets, prices and thresholds")
     p.add_argument("--run", metavar="NAME",
-                   help="with --prometheus: only the targets of this run (posttrain_run_info's run label)")
+                   help="with --prometheus: only the targets of this run (the run label of their run info)")
     p.add_argument("--prometheus", metavar="URL",
                    help="read the targets from this Prometheus server (or any engine with its query API) "
                    "instead of scraping them")

@@ -429,7 +429,7 @@ def load_settings(
         kwargs["targets"] = tuple(targets)
     if run is not None:
         if not run:
-            raise cli.error("--run", "a run name (posttrain_run_info's run label)", run)
+            raise cli.error("--run", "a run name (the run label of the targets' run info)", run)
         kwargs["run"] = run
         origin["run"] = (_CLI, "--run")
     elif "run" in kwargs:

@@ -275,7 +275,7 @@ class PrometheusSource:
     def _nothing_yet(self) -> str:
         if self._run_name is not None:
             return (f"no target of run {self._run_name!r} in Prometheus yet "
-                    "(none exposes posttrain_run_info with it)")
+                    f"(none exposes {schema.RUN_INFO.name} with it)")
         return "no posttrain_, engine or DCGM series in Prometheus yet"
 
     def _waiting(self) -> str | None:
