@@ -52,7 +52,8 @@ from monitor.roles import detect_role, label_ci, run_info_names
 from monitor.settings import Settings
 from monitor.store import Series, Span, Store
 
-__all__ = ["Baseline", "EvalLog", "observe_evals", "build_dashboard", "gpu_hour_price", "MEDIAN_WINDOW_S", "RECENT_RATE_S"]
+__all__ = ["Baseline", "EvalLog", "observe_evals", "build_dashboard", "gpu_hour_price", "MEDIAN_WINDOW_S",
+           "RECENT_RATE_S"]
 
 MEDIAN_WINDOW_S = 600.0  # the rollout rate's reference: its median over the last 10 minutes
 RECENT_RATE_S = 30.0  # "the rollout rate now", for the rate-drop alert: mean over the last 30 s

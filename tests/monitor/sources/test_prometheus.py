@@ -240,7 +240,8 @@ async def test_a_dashboard_through_prometheus_agrees_with_direct_scraping_and_wi
         assert live.rollout_rate_series[-1][1] == pytest.approx(total, rel=0.2)
         # A new window is asked for from the next poll; meanwhile the stored samples speak.
         await via.dashboard(window_s=30)
-        await until(lambda: via._prometheus.evaluated().window_s == 30, what="a poll over the new window")  # noqa: SLF001
+        await until(lambda: via._prometheus.evaluated().window_s == 30,  # noqa: SLF001
+                    what="a poll over the new window")
         assert (await via.dashboard(window_s=30)).rollout_rate_per_s == pytest.approx(total, rel=0.1)
     finally:
         await direct.aclose()
