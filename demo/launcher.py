@@ -347,20 +347,9 @@ def write_sd_file(path: str | os.PathLike[str], endpoints: Sequence[Endpoint]) -
     """Write ``file_sd_groups`` to ``path`` atomically: Prometheus watches the file and must never read half."""
     import json
 
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(file_sd_groups(endpoints), f, indent=2)
-            f.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from monitor.atomic import write_atomically
+
+    write_atomically(path, json.dumps(file_sd_groups(endpoints), indent=2) + "\n")
 
 
 def _sd_writer(opts: DemoOptions) -> Callable[[tuple[Endpoint, ...]], None] | None:

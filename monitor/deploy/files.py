@@ -15,10 +15,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from monitor.atomic import write_atomically
 from monitor.config import ConfigError, load_settings
 from monitor.deploy import _yaml
 from monitor.deploy.grafana import dashboard
@@ -147,21 +147,6 @@ def render_assets(settings: Settings | None = None, *, source: str | None = None
             DASHBOARD_FILE: dashboard_file()}
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def write_assets(directory: str | os.PathLike[str], *, force: bool = False, settings: Settings | None = None,
                  source: str | None = None) -> list[tuple[str, str]]:
     """Write every asset into ``directory`` (created if missing) and a ``targets/`` dir for file_sd.
@@ -194,7 +179,7 @@ def write_assets(directory: str | os.PathLike[str], *, force: bool = False, sett
         if existing[name] == text:
             done.append((str(path), "unchanged"))
             continue
-        _write_atomically(path, text)
+        write_atomically(path, text)
         done.append((str(path), "wrote" if existing[name] is None else "replaced"))
     return done
 
