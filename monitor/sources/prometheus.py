@@ -55,7 +55,7 @@ from monitor.parse import Labels, Sample
 from monitor.roles import run_info_names
 from monitor.settings import Settings, Target
 from monitor.sources._http import BearerTokenFile, FetchError, connect_message, make_client, read_capped, short
-from monitor.sources.scrape import backoff_delay, effective_timeout
+from monitor.sources.scrape import backoff_delay, check_polling, effective_timeout
 from monitor.store import Store
 
 __all__ = [
@@ -178,12 +178,7 @@ class PrometheusSource:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
-        if not interval_s > 0:
-            raise ValueError(f"interval_s must be positive, got {interval_s!r}")
-        if timeout_s is not None and not timeout_s > 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
-        if max_body_bytes < 1:
-            raise ValueError(f"max_body_bytes must be positive, got {max_body_bytes!r}")
+        check_polling(interval_s=interval_s, timeout_s=timeout_s, max_body_bytes=max_body_bytes)
         if server.bearer_token_file and server.basic_auth:
             raise ValueError("prometheus: bearer_token_file and basic_auth are exclusive")
         self._server = server

@@ -25,7 +25,8 @@ from monitor.settings import Settings, Target
 from monitor.sources._http import BearerTokenFile, FetchError, connect_message, make_client, read_capped, short
 from monitor.store import Store
 
-__all__ = ["Scraper", "backoff_delay", "effective_timeout", "MAX_BACKOFF_S", "DEFAULT_MAX_BODY_BYTES"]
+__all__ = ["Scraper", "backoff_delay", "effective_timeout", "check_polling", "MAX_BACKOFF_S",
+           "DEFAULT_MAX_BODY_BYTES"]
 
 MAX_BACKOFF_S = 30.0
 DEFAULT_MAX_BODY_BYTES = 16 * 2**20
@@ -35,6 +36,17 @@ _MIN_TIMEOUT_S = 0.25
 _THREAD_PARSE_BYTES = 256 * 1024
 _MAX_REDIRECTS = 5
 _LINES_PER_SERIES_CAP = 10  # default line limit per scrape: this many times the store's series cap
+
+
+def check_polling(*, interval_s: float, timeout_s: float | None, max_body_bytes: int) -> None:
+    """The options every source polls with, refused when they cannot work (a programming error: config
+    errors are caught earlier, with the file and key)."""
+    if not interval_s > 0:
+        raise ValueError(f"interval_s must be positive, got {interval_s!r}")
+    if timeout_s is not None and not timeout_s > 0:
+        raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+    if max_body_bytes < 1:
+        raise ValueError(f"max_body_bytes must be positive, got {max_body_bytes!r}")
 
 
 def effective_timeout(interval_s: float, timeout_s: float | None) -> float:
@@ -115,12 +127,7 @@ class Scraper:
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         max_lines: int | None = None,
     ) -> None:
-        if not interval_s > 0:
-            raise ValueError(f"interval_s must be positive, got {interval_s!r}")
-        if timeout_s is not None and not timeout_s > 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
-        if max_body_bytes < 1:
-            raise ValueError(f"max_body_bytes must be positive, got {max_body_bytes!r}")
+        check_polling(interval_s=interval_s, timeout_s=timeout_s, max_body_bytes=max_body_bytes)
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency!r}")
         names = [t.name for t in targets]
