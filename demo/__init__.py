@@ -1,7 +1,7 @@
 """ptmon's demo: a synthetic asynchronous RL post-training run as real processes.
 
-``ptmon demo`` (``demo.launcher.run_demo``) starts a trainer, rollout workers
-and an eval job (``python -m demo ROLE``), each instrumented only through
+``ptmon demo`` (``ptmon.demo.launcher.run_demo``) starts a trainer, rollout workers
+and an eval job (``python -m ptmon.demo ROLE``), each instrumented only through
 ``exporters/`` and served on its own loopback port, and opens the TUI on
 them. The names below load lazily: every child process imports this package
 first, and it should not pay for the launcher's imports.
@@ -24,15 +24,15 @@ __all__ = [
 ]
 
 _HOMES = {
-    "run_demo": "demo.launcher",
-    "Fleet": "demo.launcher",
-    "DemoOptions": "demo.launcher",
-    "Endpoint": "demo.launcher",
-    "DEFAULT_SPEED": "demo.launcher",
-    "Scenario": "demo.scenarios",
-    "SCENARIOS": "demo.scenarios",
-    "SCENARIO_NAMES": "demo.scenarios",
-    "RunSpec": "demo.model",
+    "run_demo": "ptmon.demo.launcher",
+    "Fleet": "ptmon.demo.launcher",
+    "DemoOptions": "ptmon.demo.launcher",
+    "Endpoint": "ptmon.demo.launcher",
+    "DEFAULT_SPEED": "ptmon.demo.launcher",
+    "Scenario": "ptmon.demo.scenarios",
+    "SCENARIOS": "ptmon.demo.scenarios",
+    "SCENARIO_NAMES": "ptmon.demo.scenarios",
+    "RunSpec": "ptmon.demo.model",
 }
 
 

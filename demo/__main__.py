@@ -1,7 +1,7 @@
-"""``python -m demo ROLE ...``: one process of the demo run (the launcher starts these)."""
+"""``python -m ptmon.demo ROLE ...``: one process of the demo run (the launcher starts these)."""
 
 import sys
 
-from demo.proc import main
+from ptmon.demo.proc import main
 
 sys.exit(main())

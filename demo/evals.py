@@ -1,6 +1,6 @@
 """The demo eval job: scores the latest policy every few trainer steps.
 
-The score follows ``demo.model.score_mean``, a saturating curve against the
+The score follows ``ptmon.demo.model.score_mean``, a saturating curve against the
 dollars the training progress is worth, with binomial noise for the sample
 count, so intelligence per dollar in the monitor is a real computation over
 real spend.
@@ -8,8 +8,8 @@ real spend.
 
 from __future__ import annotations
 
-from demo import model
-from demo.proc import ChildOptions, Runtime, read_state, serve_and_announce
+from ptmon.demo import model
+from ptmon.demo.proc import ChildOptions, Runtime, read_state, serve_and_announce
 
 __all__ = ["run_eval"]
 
@@ -17,7 +17,7 @@ _POLL_SIM_S = 2.0
 
 
 def run_eval(opts: ChildOptions, rt: Runtime) -> int:
-    from exporters import EvalExporter
+    from ptmon.exporters import EvalExporter
 
     spec, scenario = opts.spec, opts.scenario
     exporter = EvalExporter(run=spec.run, model=spec.model, algorithm=spec.algorithm, gpus=spec.eval_gpus,

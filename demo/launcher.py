@@ -5,7 +5,7 @@ terminal's Ctrl-C reaches only the launcher, which then stops them in
 order), reads the port each one chose from its first stdout line, restarts
 the ``crash`` scenario's worker on the same port after its down time, and
 in a ``finally`` terminates, then kills, then reaps every child. Each child
-also stops by itself when the launcher disappears (see ``demo.proc``), so
+also stops by itself when the launcher disappears (see ``ptmon.demo.proc``), so
 even a ``kill -9`` of the launcher leaves no orphan.
 
 Headless mode imports neither Textual nor the monitor: it only serves the
@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from demo.pipe import PipeClosed, PipeTimeout, read_until
-from demo.proc import CRASH_EXIT_CODE, HOST, child_argv
-from demo.rollout import worker_name
-from demo.scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
+from ptmon.demo.pipe import PipeClosed, PipeTimeout, read_until
+from ptmon.demo.proc import CRASH_EXIT_CODE, HOST, child_argv
+from ptmon.demo.rollout import worker_name
+from ptmon.demo.scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
 
 __all__ = [
     "DEFAULT_SPEED",
@@ -255,7 +255,7 @@ class Fleet:
         argv = child_argv(role, run_dir=self.run_dir, scenario=self.opts.scenario, speed=self.opts.speed,
                           seed=self.opts.seed, workers=self.opts.workers, index=index, port=port, life=life)
         with open(self.run_dir / f"{name}.log", "ab") as log:
-            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, cwd=self.run_dir,
                                     start_new_session=True, close_fds=True)
 
     def _log_tail(self, name: str, lines: int = 8) -> str:
@@ -347,7 +347,7 @@ def write_sd_file(path: str | os.PathLike[str], endpoints: Sequence[Endpoint]) -
     """Write ``file_sd_groups`` to ``path`` atomically: Prometheus watches the file and must never read half."""
     import json
 
-    from monitor.atomic import write_atomically
+    from ptmon.monitor.atomic import write_atomically
 
     write_atomically(path, json.dumps(file_sd_groups(endpoints), indent=2) + "\n")
 
@@ -431,7 +431,7 @@ def demo_settings(endpoints: Sequence[Endpoint], *, interval_s: float | None = N
     """The monitor's Settings for the demo's endpoints, each target named and typed by its role."""
     from dataclasses import replace
 
-    from monitor.config import load_settings
+    from ptmon.monitor.config import load_settings
 
     settings = load_settings(urls=[e.url for e in endpoints], interval_s=interval_s, window_s=window_s)
     targets = tuple(replace(t, name=e.name, role=e.role) for t, e in zip(settings.targets, endpoints, strict=True))
@@ -475,8 +475,8 @@ def _hang_up(fleet: Fleet) -> None:
 
 def _run_tui(opts: DemoOptions) -> int:
     try:
-        from monitor.app import PtmonApp
-        from monitor.live import LiveFeed
+        from ptmon.monitor.app import PtmonApp
+        from ptmon.monitor.live import LiveFeed
     except ImportError as exc:
         print(f"ptmon demo: the TUI is not available ({exc}); try --headless", file=sys.stderr)
         return 2

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from demo.scenarios import Scenario
+from ptmon.demo.scenarios import Scenario
 
 __all__ = [
     "RunSpec",

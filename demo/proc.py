@@ -1,7 +1,7 @@
 """What every demo process shares: its options, compressed clock, stop signal and run directory.
 
 Each role (trainer, rollout worker, eval job) is its own OS process started
-by the launcher as ``python -m demo ROLE ...``. The processes never talk to
+by the launcher as ``python -m ptmon.demo ROLE ...``. The processes never talk to
 each other over sockets: the trainer writes its step and published policy
 version to a small JSON file in the run directory, which the workers and
 the eval job poll. A file survives any process crashing, needs no ports and
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from demo.model import RunSpec
-from demo.scenarios import SCENARIO_NAMES, Scenario, get_scenario
+from ptmon.demo.model import RunSpec
+from ptmon.demo.scenarios import SCENARIO_NAMES, Scenario, get_scenario
 
 __all__ = [
     "ROLES",
@@ -101,7 +101,7 @@ class ChildOptions:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m demo", description="one process of ptmon's demo run")
+    p = argparse.ArgumentParser(prog="python -m ptmon.demo", description="one process of ptmon's demo run")
     p.add_argument("role", choices=ROLES)
     p.add_argument("--run-dir", required=True, type=Path)
     p.add_argument("--scenario", default="healthy", choices=SCENARIO_NAMES)
@@ -127,7 +127,7 @@ def parse_child_args(argv: Sequence[str]) -> ChildOptions:
 def child_argv(role: str, *, run_dir: Path, scenario: str, speed: float, seed: int, workers: int,
                index: int = 0, port: int = 0, life: int = 0) -> list[str]:
     """The command line the launcher runs for one child (the inverse of ``parse_child_args``)."""
-    return [sys.executable, "-m", "demo", role, "--run-dir", str(run_dir), "--scenario", scenario,
+    return [sys.executable, "-P", "-m", "ptmon.demo", role, "--run-dir", str(run_dir), "--scenario", scenario,
             "--speed", repr(float(speed)), "--seed", str(seed), "--workers", str(workers),
             "--index", str(index), "--port", str(port), "--life", str(life)]
 
@@ -195,7 +195,7 @@ def serve_and_announce(registry: Any, opts: ChildOptions, name: str) -> Any:
     A restarted worker asks for its old port; right after a crash the port
     can still be held for a moment, so binding is retried for a few seconds.
     """
-    from exporters import serve
+    from ptmon.exporters import serve
 
     deadline = time.monotonic() + _BIND_RETRY_S
     while True:
@@ -218,11 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     runtime = Runtime(opts.speed)
     runtime.install()
     if opts.role == "trainer":
-        from demo.trainer import run_trainer as run
+        from ptmon.demo.trainer import run_trainer as run
     elif opts.role == "rollout":
-        from demo.rollout import run_rollout as run
+        from ptmon.demo.rollout import run_rollout as run
     else:
-        from demo.evals import run_eval as run
+        from ptmon.demo.evals import run_eval as run
     try:
         return run(opts, runtime)
     except KeyboardInterrupt:

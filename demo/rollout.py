@@ -16,8 +16,8 @@ import itertools
 import os
 import sys
 
-from demo import model
-from demo.proc import CRASH_EXIT_CODE, ChildOptions, Runtime, read_state, serve_and_announce
+from ptmon.demo import model
+from ptmon.demo.proc import CRASH_EXIT_CODE, ChildOptions, Runtime, read_state, serve_and_announce
 
 __all__ = ["run_rollout", "worker_name"]
 
@@ -29,7 +29,7 @@ def worker_name(index: int) -> str:
 
 
 def run_rollout(opts: ChildOptions, rt: Runtime) -> int:
-    from exporters import RolloutExporter
+    from ptmon.exporters import RolloutExporter
 
     spec, scenario, index = opts.spec, opts.scenario, opts.index
     exporter = RolloutExporter(run=spec.run, model=spec.model, algorithm=spec.algorithm, gpus=spec.rollout_gpus,

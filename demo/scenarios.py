@@ -1,6 +1,6 @@
 """The demo's scenarios: what goes wrong, when, and what to look for on screen.
 
-A scenario is plain data read by the pure models in ``demo.model``; the
+A scenario is plain data read by the pure models in ``ptmon.demo.model``; the
 processes never branch on a scenario's name. Times are *simulated* seconds
 (``--speed`` compresses them), so a scenario unfolds the same way whatever
 the speed, only faster.

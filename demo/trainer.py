@@ -1,14 +1,14 @@
 """The demo trainer: GRPO-like steps, scalars, and a weight sync every few steps.
 
-Instrumented only through ``exporters.TrainerExporter``, exactly as a real
-trainer would be; the timings come from ``demo.model`` and are slept
+Instrumented only through ``ptmon.exporters.TrainerExporter``, exactly as a real
+trainer would be; the timings come from ``ptmon.demo.model`` and are slept
 through in real time divided by ``--speed``.
 """
 
 from __future__ import annotations
 
-from demo import model
-from demo.proc import ChildOptions, Runtime, TrainerState, serve_and_announce, write_state
+from ptmon.demo import model
+from ptmon.demo.proc import ChildOptions, Runtime, TrainerState, serve_and_announce, write_state
 
 __all__ = ["run_trainer", "SyncFailed"]
 
@@ -18,7 +18,7 @@ class SyncFailed(RuntimeError):
 
 
 def run_trainer(opts: ChildOptions, rt: Runtime) -> int:
-    from exporters import TrainerExporter
+    from ptmon.exporters import TrainerExporter
 
     spec, scenario = opts.spec, opts.scenario
     exporter = TrainerExporter(run=spec.run, model=spec.model, algorithm=spec.algorithm, gpus=spec.trainer_gpus,

@@ -3,13 +3,13 @@
 Needs prometheus-client only. Every recording call is cheap (microseconds)
 and never raises into the training loop for a metrics problem; bad values
 are dropped and counted in ``posttrain_exporter_errors_total{call}``. The
-metric contract (names, types, labels, buckets) is ``exporters.schema``.
+metric contract (names, types, labels, buckets) is ``ptmon.exporters.schema``.
 """
 
-from exporters.evals import EvalExporter
-from exporters.rollout import RolloutExporter
-from exporters.serve import MetricsServer, multiprocess_registry, serve
-from exporters.trainer import TrainerExporter
+from ptmon.exporters.evals import EvalExporter
+from ptmon.exporters.rollout import RolloutExporter
+from ptmon.exporters.serve import MetricsServer, multiprocess_registry, serve
+from ptmon.exporters.trainer import TrainerExporter
 
 __all__ = [
     "TrainerExporter",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 
-from exporters.schema import MetricSpec
+from ptmon.exporters.schema import MetricSpec
 
 __all__ = [
     "base_name",

@@ -23,14 +23,14 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.registry import Collector
 
-from exporters import _build
-from exporters.cost import Clock, GpuCostCollector, GpuMeter
-from exporters.schema import EXPORTER_ERRORS, RUN_INFO
+from ptmon.exporters import _build
+from ptmon.exporters.cost import Clock, GpuCostCollector, GpuMeter
+from ptmon.exporters.schema import EXPORTER_ERRORS, RUN_INFO
 
 __all__ = ["RunInfoCollector", "ProcessMetrics", "process_metrics", "BaseExporter", "as_number",
            "as_count", "servable", "MAX_INT"]
 
-log = logging.getLogger("exporters")
+log = logging.getLogger("ptmon.exporters")
 
 # Integers beyond this are refused: past ~2**1024 they overflow float() inside prometheus_client, and a
 # count that large is a bug upstream, not a measurement.

@@ -10,7 +10,7 @@ it is scraped. So the counter is exact at every scrape, stays exact across
 
 In prometheus_client's multiprocess mode a custom collector in a child process
 is never seen (only the mmap'd values of standard metrics are), so a rollout
-pool exports its cost from the parent; see ``exporters.serve.multiprocess_registry``.
+pool exports its cost from the parent; see ``ptmon.exporters.serve.multiprocess_registry``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 
 from prometheus_client.registry import Collector
 
-from exporters import _build
-from exporters.schema import GPU_HOUR_PRICE, GPU_SECONDS, GPUS
+from ptmon.exporters import _build
+from ptmon.exporters.schema import GPU_HOUR_PRICE, GPU_SECONDS, GPUS
 
 __all__ = ["GpuMeter", "GpuCostCollector", "gpu_seconds", "check_gpus", "check_price"]
 

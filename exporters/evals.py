@@ -18,14 +18,14 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry, push_to_gateway
 from prometheus_client.exposition import basic_auth_handler, default_handler
 
-from exporters import _build
-from exporters._identity import BaseExporter, as_count, as_number, servable
-from exporters.cost import Clock
-from exporters.schema import EVAL_POLICY_VERSION, EVAL_SAMPLES, EVAL_SCORE, ROLE_EVAL
+from ptmon.exporters import _build
+from ptmon.exporters._identity import BaseExporter, as_count, as_number, servable
+from ptmon.exporters.cost import Clock
+from ptmon.exporters.schema import EVAL_POLICY_VERSION, EVAL_SAMPLES, EVAL_SCORE, ROLE_EVAL
 
 __all__ = ["EvalExporter"]
 
-log = logging.getLogger("exporters")
+log = logging.getLogger("ptmon.exporters")
 
 
 class EvalExporter(BaseExporter):

@@ -21,7 +21,7 @@ Multiprocess pools (prometheus_client's multiprocess mode) work unchanged:
 the counters and histograms are aggregated across children by
 ``MultiProcessCollector``; the policy-version gauge uses ``livemin`` so the
 pool reports its stalest live worker. Run info and GPU cost are exported by
-the parent (``exporters.serve.multiprocess_registry``).
+the parent (``ptmon.exporters.serve.multiprocess_registry``).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
 
-from exporters import _build
-from exporters._identity import MAX_INT, BaseExporter, as_count, as_number, servable
-from exporters.cost import Clock
-from exporters.schema import (
+from ptmon.exporters import _build
+from ptmon.exporters._identity import MAX_INT, BaseExporter, as_count, as_number, servable
+from ptmon.exporters.cost import Clock
+from ptmon.exporters.schema import (
     ROLE_ROLLOUT,
     ROLLOUT_OUTCOMES,
     ROLLOUT_POLICY_VERSION,

@@ -27,9 +27,9 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from exporters._identity import process_metrics
-from exporters.cost import Clock
-from exporters.schema import ROLE_ROLLOUT
+from ptmon.exporters._identity import process_metrics
+from ptmon.exporters.cost import Clock
+from ptmon.exporters.schema import ROLE_ROLLOUT
 
 __all__ = ["MetricsServer", "serve", "multiprocess_registry"]
 

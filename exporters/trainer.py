@@ -27,10 +27,10 @@ from types import TracebackType
 
 from prometheus_client import CollectorRegistry
 
-from exporters import _build
-from exporters._identity import MAX_INT, BaseExporter, as_count, as_number
-from exporters.cost import Clock
-from exporters.schema import (
+from ptmon.exporters import _build
+from ptmon.exporters._identity import MAX_INT, BaseExporter, as_count, as_number
+from ptmon.exporters.cost import Clock
+from ptmon.exporters.schema import (
     POLICY_VERSION,
     ROLE_TRAINER,
     TRAINER_LAST_STEP_TIMESTAMP,

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from exporters import schema
-from monitor.build import RECENT_RATE_S
-from monitor.dashboard import Alert, Dashboard, Level
-from monitor.settings import Thresholds
+from ptmon.exporters import schema
+from ptmon.monitor.build import RECENT_RATE_S
+from ptmon.monitor.dashboard import Alert, Dashboard, Level
+from ptmon.monitor.settings import Thresholds
 
 __all__ = ["evaluate", "RULES", "recent_rollout_rate", "stall_limit_s"]
 

@@ -27,11 +27,12 @@ from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from monitor.dashboard import Dashboard
-from monitor.feed import Feed
-from monitor.settings import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_S, WINDOWS_S, Thresholds
-from monitor.text import safe
-from monitor.widgets import (
+from ptmon.monitor.dashboard import Dashboard
+from ptmon.monitor.feed import Feed
+from ptmon.monitor.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
+from ptmon.monitor.settings import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_S, WINDOWS_S, Thresholds
+from ptmon.monitor.text import safe
+from ptmon.monitor.widgets import (
     CARDS,
     AlertsTable,
     Card,
@@ -47,7 +48,6 @@ from monitor.widgets import (
     card_level,
     card_rows,
 )
-from monitor.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
 
 __all__ = ["PtmonApp", "run_watch", "INTERVALS_S", "PANELS", "COMPACT_BELOW"]
 
@@ -379,8 +379,8 @@ class PtmonApp(App[int]):
 
 def run_watch(args: argparse.Namespace) -> int:
     """``ptmon watch URL ... | --config FILE | --prometheus URL``: exit 2 with a message when there is nothing to watch."""
-    from monitor.config import ConfigError, load_settings
-    from monitor.live import LiveFeed
+    from ptmon.monitor.config import ConfigError, load_settings
+    from ptmon.monitor.live import LiveFeed
 
     try:
         settings = load_settings(

@@ -32,10 +32,10 @@ from itertools import islice
 from operator import add, itemgetter, sub
 from types import MappingProxyType
 
-from exporters import schema
-from exporters.schema import MetricSpec
-from monitor.dashboard import Dashboard, EvalPoint, Point, TargetHealth, WorkerRow
-from monitor.derive import (
+from ptmon.exporters import schema
+from ptmon.exporters.schema import MetricSpec
+from ptmon.monitor.dashboard import Dashboard, EvalPoint, Point, TargetHealth, WorkerRow
+from ptmon.monitor.derive import (
     histogram_quantile,
     histogram_sum_estimate,
     in_window,
@@ -48,9 +48,9 @@ from monitor.derive import (
     span_rate,
     span_raw_increase,
 )
-from monitor.roles import detect_role, label_ci, run_info_names
-from monitor.settings import Settings
-from monitor.store import Series, Span, Store
+from ptmon.monitor.roles import detect_role, label_ci, run_info_names
+from ptmon.monitor.settings import Settings
+from ptmon.monitor.store import Series, Span, Store
 
 __all__ = ["Baseline", "EvalLog", "observe_evals", "build_dashboard", "gpu_hour_price", "MEDIAN_WINDOW_S",
            "RECENT_RATE_S"]
@@ -453,7 +453,7 @@ def _rate_slots(per_target: Iterable[list[Series]], w: _Window, step: float) -> 
             picked = pick(values)
             incs = list(map(sub, islice(picked, 1, None), picked))
             if min(incs) < 0:  # a restart: the counter went on from zero
-                incs = [d if d >= 0 else v for d, v in zip(incs, islice(picked, 1, None))]
+                incs = [d if d >= 0 else v for d, v in zip(incs, islice(picked, 1, None), strict=False)]
             slot_inc = list(map(add, slot_inc, incs))
         for k in range(n):
             if slot_dt[k] > 0:

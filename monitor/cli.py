@@ -93,18 +93,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     if args.command == "demo":
-        from demo.launcher import run_demo
+        from ptmon.demo.launcher import run_demo
 
         return run_demo(args)
     if args.command == "assets":
-        from monitor.deploy.files import run_assets
+        from ptmon.monitor.deploy.files import run_assets
 
         return run_assets(args)
     if args.command == "watch":
-        from monitor.app import run_watch
+        from ptmon.monitor.app import run_watch
 
         return run_watch(args)
-    from monitor.snapshot import run_snapshot
+    from ptmon.monitor.snapshot import run_snapshot
 
     return run_snapshot(args)
 

@@ -18,8 +18,8 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from exporters.schema import ROLES
-from monitor.settings import Settings, Target, Thresholds
+from ptmon.exporters.schema import ROLES
+from ptmon.monitor.settings import Settings, Target, Thresholds
 
 __all__ = ["ConfigError", "load_settings", "target_from_url", "prometheus_from_url", "parse_duration",
            "PROMETHEUS_MAX_BODY_BYTES"]

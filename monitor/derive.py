@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress, islice
 from operator import add, gt, itemgetter, mul
 
-from monitor.store import Series, Span
+from ptmon.monitor.store import Series, Span
 
 __all__ = [
     "Points",

@@ -1,7 +1,7 @@
 """Numbers a Prometheus server evaluated, laid over the Dashboard built from the store.
 
 With ``--prometheus``, rate, increase and histogram_quantile run in the
-server (``monitor.promql``), next to the data: the Dashboard then shows
+server (``ptmon.monitor.promql``), next to the data: the Dashboard then shows
 Prometheus's own answer, the one a Grafana panel or a recording rule over the
 same data gives. Everything else (identity, health, gauges, spend, evals,
 the per-sync chart) is still built from the raw samples the source stores, so
@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from monitor.dashboard import Dashboard, Point
-from monitor.derive import median
+from ptmon.monitor.dashboard import Dashboard, Point
+from ptmon.monitor.derive import median
 
 __all__ = ["Evaluated", "overlay", "PER_TARGET"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from monitor.dashboard import Dashboard
+from ptmon.monitor.dashboard import Dashboard
 
 __all__ = ["Feed"]
 

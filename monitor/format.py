@@ -1,14 +1,14 @@
 """Numbers and scraped strings as short, honest screen text.
 
-Shared by the live screen (``monitor.widgets``, ``monitor.app``) and the
+Shared by the live screen (``ptmon.monitor.widgets``, ``ptmon.monitor.app``) and the
 ``ptmon snapshot`` table, so both print a number the same way; it lives
-outside ``monitor.widgets`` and needs only Rich, so the snapshot command (and
+outside ``ptmon.monitor.widgets`` and needs only Rich, so the snapshot command (and
 anything below the TUI) can use it without importing Textual.
 
 Every value on a Dashboard may be ``None`` (not known yet); the screen shows
 an em dash for it rather than a zero that would look like a measurement.
 Scraped strings go through :func:`lit`, which returns a ``rich.text.Text``
-(never parsed as markup) of :func:`monitor.text.safe` (control characters made
+(never parsed as markup) of :func:`ptmon.monitor.text.safe` (control characters made
 visible), so a hostile label can neither style the screen nor drive the
 terminal.
 """
@@ -19,7 +19,7 @@ import math
 
 from rich.text import Text
 
-from monitor.text import safe
+from ptmon.monitor.text import safe
 
 __all__ = [
     "DASH",

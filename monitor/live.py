@@ -15,21 +15,21 @@ from dataclasses import replace
 
 import httpx
 
-from monitor.alerts import evaluate
-from monitor.build import Baseline, EvalLog, build_dashboard, gpu_hour_price, observe_evals
-from monitor.dashboard import Alert, Dashboard
-from monitor.evaluated import overlay
-from monitor.settings import Settings
-from monitor.sources.base import Source
-from monitor.sources.prometheus import PrometheusSource
-from monitor.sources.scrape import Scraper
-from monitor.store import Store
+from ptmon.monitor.alerts import evaluate
+from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, gpu_hour_price, observe_evals
+from ptmon.monitor.dashboard import Alert, Dashboard
+from ptmon.monitor.evaluated import overlay
+from ptmon.monitor.settings import Settings
+from ptmon.monitor.sources.base import Source
+from ptmon.monitor.sources.prometheus import PrometheusSource
+from ptmon.monitor.sources.scrape import Scraper
+from ptmon.monitor.store import Store
 
 __all__ = ["LiveFeed"]
 
 
 class LiveFeed:
-    """A ``monitor.feed.Feed`` over direct scrapes of ``settings.targets``, or over ``settings.prometheus``.
+    """A ``ptmon.monitor.feed.Feed`` over direct scrapes of ``settings.targets``, or over ``settings.prometheus``.
 
     ``clock`` stamps scrapes and sets the Dashboard's now; ``transport``
     replaces the HTTP transport (tests); ``store`` lets a caller share or

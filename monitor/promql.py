@@ -3,11 +3,11 @@
 The Prometheus source evaluates these server-side (rate, increase and
 histogram_quantile run in Prometheus, next to the data, so a fleet of hundreds
 of targets costs ptmon one small answer a poll); the shipped recording rules,
-alerting rules and Grafana dashboard (``monitor.deploy``) are generated from
+alerting rules and Grafana dashboard (``ptmon.monitor.deploy``) are generated from
 the same functions. A Grafana panel, a recorded series and the TUI therefore
 compute a number the same way, and DESIGN.md's definitions hold for all three.
 
-Names come from ``exporters.schema``; only the canonical exposition names are
+Names come from ``ptmon.exporters.schema``; only the canonical exposition names are
 used (``posttrain_rollouts_total``, which every prometheus_client version
 writes), so the rules stay readable.
 """
@@ -18,8 +18,8 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 
-from exporters import schema
-from exporters.schema import MetricSpec
+from ptmon.exporters import schema
+from ptmon.exporters.schema import MetricSpec
 
 __all__ = [
     "TARGET_BY",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from exporters import schema
+from ptmon.exporters import schema
 
 __all__ = ["detect_role", "run_info_names", "label_ci"]
 

@@ -1,6 +1,6 @@
 """What the monitor is told: targets, timing, prices, benchmark, thresholds.
 
-Plain frozen data. ``monitor.config`` builds it from ptmon.toml and CLI flags
+Plain frozen data. ``ptmon.monitor.config`` builds it from ptmon.toml and CLI flags
 (with errors naming the file and key); everything else only reads it.
 """
 

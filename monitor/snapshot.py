@@ -26,13 +26,23 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from monitor.config import ConfigError, load_settings
-from monitor.dashboard import Dashboard
-from monitor.format import DASH, fmt_bytes_rate, fmt_duration, fmt_money, fmt_num, fmt_score, fmt_seconds, fmt_version, lit
-from monitor.live import LiveFeed
-from monitor.settings import Settings
-from monitor.store import Store
-from monitor.text import safe
+from ptmon.monitor.config import ConfigError, load_settings
+from ptmon.monitor.dashboard import Dashboard
+from ptmon.monitor.format import (
+    DASH,
+    fmt_bytes_rate,
+    fmt_duration,
+    fmt_money,
+    fmt_num,
+    fmt_score,
+    fmt_seconds,
+    fmt_version,
+    lit,
+)
+from ptmon.monitor.live import LiveFeed
+from ptmon.monitor.settings import Settings
+from ptmon.monitor.store import Store
+from ptmon.monitor.text import safe
 
 __all__ = ["run_snapshot", "collect", "to_json", "render"]
 
@@ -148,7 +158,7 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str]], ...]],
 
 
 def render(d: Dashboard, console: Console) -> None:
-    """The Dashboard as Rich tables; scraped strings go through ``lit``, numbers through ``monitor.format``."""
+    """The Dashboard as Rich tables; scraped strings go through ``lit``, numbers through ``ptmon.monitor.format``."""
     title = Text("ptmon snapshot  ")
     title.append(lit(d.run or "unknown run"))
     for part in (d.model, d.algorithm):

@@ -25,7 +25,7 @@ from operator import gt
 from types import MappingProxyType
 from typing import NamedTuple
 
-from monitor.parse import Labels, Sample
+from ptmon.monitor.parse import Labels, Sample
 
 __all__ = ["Store", "Series", "Span", "IngestResult", "SeriesKey", "DEFAULT_CAPACITY", "DEFAULT_MAX_SERIES"]
 
@@ -140,7 +140,7 @@ class Series:
         b = len(t) if end is None else bisect_right(t, end, lo)
         if a >= b:
             return []
-        return list(zip(t[a:b], self._v[a:b]))
+        return list(zip(t[a:b], self._v[a:b], strict=False))
 
     def _window(self, start: float | None, end: float | None) -> tuple[int, int]:
         """Physical indices ``[a, b)`` of the points with ``start < t <= end`` (left-open, as PromQL)."""

@@ -11,7 +11,7 @@ import re
 import tokenize
 from pathlib import Path
 
-from exporters.schema import CONTRACT
+from ptmon.exporters.schema import CONTRACT
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("exporters", "monitor", "demo")

@@ -41,10 +41,10 @@ from typing import Any
 
 import pytest
 
-from exporters.schema import WEIGHT_SYNC_SECONDS
-from monitor import promql
-from monitor.deploy import ASSETS_DIR, dashboard, panel_queries, recording_rules
-from monitor.deploy.files import PROMETHEUS_CONFIG, SCRAPE_INTERVAL, TARGETS_DIR
+from ptmon.exporters.schema import WEIGHT_SYNC_SECONDS
+from ptmon.monitor import promql
+from ptmon.monitor.deploy import ASSETS_DIR, dashboard, panel_queries, recording_rules
+from ptmon.monitor.deploy.files import PROMETHEUS_CONFIG, SCRAPE_INTERVAL, TARGETS_DIR
 from tests.conftest import PrometheusServer
 from tests.demo.helpers import children_of, read_until, wait_gone
 
@@ -109,7 +109,7 @@ class Demo:
         self.sd_file = sd_file
         self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "monitor", "demo", "--headless", "--scenario", "healthy", "--speed", f"{SPEED:g}",
+            [sys.executable, "-m", "ptmon.monitor", "demo", "--headless", "--scenario", "healthy", "--speed", f"{SPEED:g}",
              "--workers", str(WORKERS), "--sd-file", str(sd_file)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._log, start_new_session=True)
         self.children: list[int] = []
@@ -146,7 +146,7 @@ class Demo:
 
 
 def snapshot(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "monitor", "snapshot", "--json", *args],
+    return subprocess.Popen([sys.executable, "-m", "ptmon.monitor", "snapshot", "--json", *args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -212,7 +212,7 @@ def test_shipped_assets_over_the_demo_agree_with_a_direct_scrape(
         prometheus_on_config: Callable[[Path], PrometheusServer], tmp_path: Path) -> None:
     assert SCRAPE_INTERVAL == "5s"  # the waits and windows above are sized for it
     assets = tmp_path / "assets"
-    assert subprocess.run([sys.executable, "-m", "monitor", "assets", str(assets)], capture_output=True,
+    assert subprocess.run([sys.executable, "-m", "ptmon.monitor", "assets", str(assets)], capture_output=True,
                           timeout=60).returncode == 0
     for path in ASSETS_DIR.iterdir():  # `ptmon assets` wrote the shipped files, byte for byte
         assert (assets / path.name).read_bytes() == path.read_bytes(), path.name
@@ -222,7 +222,7 @@ def test_shipped_assets_over_the_demo_agree_with_a_direct_scrape(
                                                         for t in p["targets"]]
     (assets / TARGETS_DIR).mkdir(exist_ok=True)
 
-    demo = Demo(assets / TARGETS_DIR / "demo.json", tmp_path / "demo.log")
+    demo = Demo(assets / TARGETS_DIR / "ptmon.demo.json", tmp_path / "ptmon.demo.log")
     prom: PrometheusServer | None = None
     direct: subprocess.Popen[str] | None = None
     through: subprocess.Popen[str] | None = None

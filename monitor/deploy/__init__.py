@@ -2,8 +2,8 @@
 
 Why a package that generates them: past one machine ptmon is read through a
 Prometheus, and the numbers a team sees in Grafana or gets paged on must be
-the TUI's. So every expression comes from ``monitor.promql``, every name
-from ``exporters.schema`` and every threshold from ``Thresholds()``; the
+the TUI's. So every expression comes from ``ptmon.monitor.promql``, every name
+from ``ptmon.exporters.schema`` and every threshold from ``Thresholds()``; the
 files in ``assets/`` are this package's output, shipped as package data and
 checked against it by the tests. ``ptmon assets DIR`` (or ``python -m
 monitor.deploy DIR``) writes them for a user.
@@ -11,15 +11,15 @@ monitor.deploy DIR``) writes them for a user.
 
 from __future__ import annotations
 
-from monitor.deploy.files import (
+from ptmon.monitor.deploy.files import (
     ASSETS_DIR,
     AssetConflict,
     render_assets,
     write_assets,
 )
-from monitor.deploy.grafana import dashboard, panel_queries
-from monitor.deploy.rules import AlertRule, RecordingRule, alerting_rules
-from monitor.deploy.rules import recording_rules as _recording_rule_objects
+from ptmon.monitor.deploy.grafana import dashboard, panel_queries
+from ptmon.monitor.deploy.rules import AlertRule, RecordingRule, alerting_rules
+from ptmon.monitor.deploy.rules import recording_rules as _recording_rule_objects
 
 __all__ = [
     "ASSETS_DIR",

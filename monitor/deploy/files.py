@@ -3,7 +3,7 @@
 ``render_assets`` is the single source; the files committed under
 ``monitor/deploy/assets/`` are its output (a test compares them byte for
 byte, so they cannot drift from the code), and ``ptmon assets`` /
-``python -m monitor.deploy`` write the same bytes wherever a user wants
+``python -m ptmon.monitor.deploy`` write the same bytes wherever a user wants
 them. Writing refuses to replace a file that differs unless forced: a user
 may have edited their copy, and losing that silently is worse than a
 clear error.
@@ -18,13 +18,13 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from monitor.atomic import write_atomically
-from monitor.config import ConfigError, load_settings
-from monitor.deploy import _yaml
-from monitor.deploy.grafana import dashboard
-from monitor.deploy.rules import SCRAPE_JOB, alerting_rules, recording_rules
-from monitor.settings import Settings, Thresholds
-from monitor.text import safe
+from ptmon.monitor.atomic import write_atomically
+from ptmon.monitor.config import ConfigError, load_settings
+from ptmon.monitor.deploy import _yaml
+from ptmon.monitor.deploy.grafana import dashboard
+from ptmon.monitor.deploy.rules import SCRAPE_JOB, alerting_rules, recording_rules
+from ptmon.monitor.settings import Settings, Thresholds
+from ptmon.monitor.text import safe
 
 __all__ = [
     "PROMETHEUS_CONFIG",

@@ -1,6 +1,6 @@
 """The Grafana dashboard: the TUI's questions as panels, for a team that lives in Grafana.
 
-Panels query the raw expressions (``monitor.promql`` and ``monitor.deploy.rules``),
+Panels query the raw expressions (``ptmon.monitor.promql`` and ``ptmon.monitor.deploy.rules``),
 not the recorded series: the dashboard then works on any Prometheus that
 scrapes the exporters, with or without ptmon's rules loaded, and shows
 history from before the rules were. The window is the rules' and the TUI's
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from exporters import schema
-from monitor import promql
-from monitor.deploy.rules import (
+from ptmon.exporters import schema
+from ptmon.monitor import promql
+from ptmon.monitor.deploy.rules import (
     IPD_WINDOW,
     WINDOW,
     ipd_expr,

@@ -1,8 +1,8 @@
 """Prometheus recording and alerting rules, generated from the code the TUI runs.
 
 Why generated: a rule file written by hand drifts from the numbers it claims
-to compute. Here every expression comes from ``monitor.promql`` (the PromQL
-the ``--prometheus`` source runs), every name from ``exporters.schema`` and
+to compute. Here every expression comes from ``ptmon.monitor.promql`` (the PromQL
+the ``--prometheus`` source runs), every name from ``ptmon.exporters.schema`` and
 every alert threshold from ``monitor.settings.Thresholds()``'s defaults, so a
 Grafana panel, a recorded series, a Prometheus alert and the TUI agree, and a
 changed default changes the shipped files (a test fails until they are
@@ -10,7 +10,7 @@ regenerated).
 
 Alerts use raw expressions, not the recorded series, so the alert file works
 on its own and an alert does not lag its recording rule by one evaluation.
-Where PromQL cannot say exactly what ``monitor.alerts`` says (the last K
+Where PromQL cannot say exactly what ``ptmon.monitor.alerts`` says (the last K
 evals, the best score of the whole run), the closest window is used and the
 difference is written next to the rule and in the deploy notes.
 
@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from exporters import schema
-from monitor import promql
-from monitor.build import MEDIAN_WINDOW_S, RECENT_RATE_S
-from monitor.settings import Settings, Thresholds
+from ptmon.exporters import schema
+from ptmon.monitor import promql
+from ptmon.monitor.build import MEDIAN_WINDOW_S, RECENT_RATE_S
+from ptmon.monitor.settings import Settings, Thresholds
 
 __all__ = [
     "WINDOW",
@@ -77,7 +77,7 @@ class RecordingRule:
 
 @dataclass(frozen=True, slots=True)
 class AlertRule:
-    """One Prometheus alerting rule; ``tui_rule`` is the ``monitor.alerts`` rule it mirrors."""
+    """One Prometheus alerting rule; ``tui_rule`` is the ``ptmon.monitor.alerts`` rule it mirrors."""
 
     alert: str
     tui_rule: str
@@ -218,7 +218,7 @@ def _with_run_if_known(expr: str) -> str:
 
 
 def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | None = None) -> list[AlertRule]:
-    """The TUI's seven alert rules (``monitor.alerts.RULES``) as Prometheus alerts, with its default thresholds.
+    """The TUI's seven alert rules (``ptmon.monitor.alerts.RULES``) as Prometheus alerts, with its default thresholds.
 
     One Prometheus rule per level: a two-level TUI rule becomes a warning
     rule bounded above by the critical threshold and a critical rule, so

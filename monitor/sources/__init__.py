@@ -4,8 +4,8 @@
 server, a replay) offer the same ``Source`` interface.
 """
 
-from monitor.sources.base import Source
-from monitor.sources.prometheus import PrometheusSource
-from monitor.sources.scrape import MAX_BACKOFF_S, Scraper, backoff_delay, effective_timeout
+from ptmon.monitor.sources.base import Source
+from ptmon.monitor.sources.prometheus import PrometheusSource
+from ptmon.monitor.sources.scrape import MAX_BACKOFF_S, Scraper, backoff_delay, effective_timeout
 
 __all__ = ["Source", "Scraper", "PrometheusSource", "backoff_delay", "effective_timeout", "MAX_BACKOFF_S"]

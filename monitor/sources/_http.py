@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Generator
 import h11
 import httpx
 
-from monitor.text import safe
+from ptmon.monitor.text import safe
 
 __all__ = [
     "FetchError",

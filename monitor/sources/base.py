@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from monitor.dashboard import TargetHealth
+from ptmon.monitor.dashboard import TargetHealth
 
 __all__ = ["Source"]
 

@@ -47,16 +47,16 @@ from typing import Any
 
 import httpx
 
-from exporters import schema
-from monitor import promql
-from monitor.dashboard import Point, TargetHealth
-from monitor.evaluated import PER_TARGET, Evaluated
-from monitor.parse import Labels, Sample
-from monitor.roles import run_info_names
-from monitor.settings import Settings, Target
-from monitor.sources._http import BearerTokenFile, FetchError, connect_message, make_client, read_capped, short
-from monitor.sources.scrape import backoff_delay, check_polling, effective_timeout
-from monitor.store import Store
+from ptmon.exporters import schema
+from ptmon.monitor import promql
+from ptmon.monitor.dashboard import Point, TargetHealth
+from ptmon.monitor.evaluated import PER_TARGET, Evaluated
+from ptmon.monitor.parse import Labels, Sample
+from ptmon.monitor.roles import run_info_names
+from ptmon.monitor.settings import Settings, Target
+from ptmon.monitor.sources._http import BearerTokenFile, FetchError, connect_message, make_client, read_capped, short
+from ptmon.monitor.sources.scrape import backoff_delay, check_polling, effective_timeout
+from ptmon.monitor.store import Store
 
 __all__ = [
     "PrometheusSource",

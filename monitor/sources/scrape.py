@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from monitor import parse as _parse
-from monitor.dashboard import TargetHealth
-from monitor.parse import ExpositionParser, Sample
-from monitor.settings import Settings, Target
-from monitor.sources._http import BearerTokenFile, FetchError, connect_message, make_client, read_capped, short
-from monitor.store import Store
+from ptmon.monitor import parse as _parse
+from ptmon.monitor.dashboard import TargetHealth
+from ptmon.monitor.parse import ExpositionParser, Sample
+from ptmon.monitor.settings import Settings, Target
+from ptmon.monitor.sources._http import BearerTokenFile, FetchError, connect_message, make_client, read_capped, short
+from ptmon.monitor.store import Store
 
 __all__ = ["Scraper", "backoff_delay", "effective_timeout", "check_polling", "MAX_BACKOFF_S",
            "DEFAULT_MAX_BODY_BYTES"]

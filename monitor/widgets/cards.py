@@ -12,9 +12,8 @@ from collections.abc import Iterable, Sequence
 
 from rich.text import Text
 
-from monitor.dashboard import Alert, Dashboard, Level
-from monitor.settings import Thresholds
-from monitor.format import (
+from ptmon.monitor.dashboard import Alert, Dashboard, Level
+from ptmon.monitor.format import (
     DASH,
     against_limits,
     fmt_bytes_rate,
@@ -27,7 +26,8 @@ from monitor.format import (
     fmt_version,
     lit,
 )
-from monitor.widgets.lines import LineWidget
+from ptmon.monitor.settings import Thresholds
+from ptmon.monitor.widgets.lines import LineWidget
 
 __all__ = [
     "CARDS",

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from monitor.format import fmt_num
-from monitor.widgets.lines import LineWidget
+from ptmon.monitor.format import fmt_num
+from ptmon.monitor.widgets.lines import LineWidget
 
 __all__ = ["ChartData", "plot", "Chart"]
 

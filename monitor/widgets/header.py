@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from monitor.dashboard import Dashboard
-from monitor.format import fmt_duration, fmt_money, fmt_window, lit
-from monitor.widgets.lines import LineWidget
+from ptmon.monitor.dashboard import Dashboard
+from ptmon.monitor.format import fmt_duration, fmt_money, fmt_window, lit
+from ptmon.monitor.widgets.lines import LineWidget
 
 __all__ = ["HeaderState", "StatusHeader", "header_text"]
 

@@ -16,19 +16,19 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
-from rich.segment import Segment
-from rich.style import Style
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from monitor.dashboard import Alert, TargetHealth, WorkerRow
-from monitor.settings import Thresholds
-from monitor.widgets.lines import row_regions, same_text
-from monitor.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, fmt_version, lit
+from ptmon.monitor.dashboard import Alert, TargetHealth, WorkerRow
+from ptmon.monitor.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, fmt_version, lit
+from ptmon.monitor.settings import Thresholds
+from ptmon.monitor.widgets.lines import row_regions, same_text
 
 __all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable"]
 
@@ -232,7 +232,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         """One Strip per row, columns as wide as their widest cell; drawing then only crops."""
         # Columns only grow (until the filter changes): values ticking 9ms -> 10ms don't make the
         # table dance, and an unchanged virtual size spares the whole screen a re-layout.
-        widths = [max(cell_len(label), old) for label, old in zip(header, self._widths or [0] * len(header))]
+        widths = [max(cell_len(label), old) for label, old in zip(header, self._widths or [0] * len(header), strict=False)]
         for _, cells in shown:
             for i, cell in enumerate(cells):
                 widths[i] = max(widths[i], cell.cell_len)
@@ -267,7 +267,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         if header_strip != old_header or len(strips) != len(old_strips):
             self.refresh()
         else:  # same columns, same rows: repaint the rows whose text changed
-            self._refresh_rows(*(i for i, (a, b) in enumerate(zip(old_strips, strips)) if a != b))
+            self._refresh_rows(*(i for i, (a, b) in enumerate(zip(old_strips, strips, strict=False)) if a != b))
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The styles once per repaint (each lookup walks the CSS), then each line is a crop of a cached Strip.

@@ -3,7 +3,7 @@
 Run: ``/work/venv/bin/python -m tests.bench.bench_build [--workers 56] [--history 900] [--window 300]``
 
 The TUI builds a Dashboard every second on its event loop. Two stores are
-filled with the same fleet: ``monitor.store`` (two float columns a series,
+filled with the same fleet: ``ptmon.monitor.store`` (two float columns a series,
 counter resets indexed) and the baseline kept in ``tests/bench/baseline``
 (the store, derive and build as they were before: a deque of (t, v) tuples a
 series, rates scanning every point of the window). Printed, all measured in
@@ -20,12 +20,12 @@ import time
 import tracemalloc
 from collections.abc import Callable
 
-from exporters import schema
-from monitor.build import EvalLog, build_dashboard, observe_evals
-from monitor.derive import in_window
-from monitor.parse import Sample
-from monitor.settings import Settings
-from monitor.store import Store
+from ptmon.exporters import schema
+from ptmon.monitor.build import EvalLog, build_dashboard, observe_evals
+from ptmon.monitor.derive import in_window
+from ptmon.monitor.parse import Sample
+from ptmon.monitor.settings import Settings
+from ptmon.monitor.store import Store
 from tests.bench.baseline import build as old_build
 from tests.bench.baseline import store as old_store
 

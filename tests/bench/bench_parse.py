@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.openmetrics.exposition import generate_latest as generate_latest_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.schema import (
+from ptmon.exporters.schema import (
     POLICY_VERSION,
     ROLLOUT_OUTCOMES,
     ROLLOUT_POLICY_VERSION,
@@ -33,7 +33,7 @@ from exporters.schema import (
     TRAINER_STEPS,
     WEIGHT_SYNC_SECONDS,
 )
-from monitor.parse import ExpositionParser, parse
+from ptmon.monitor.parse import ExpositionParser, parse
 
 __all__ = ["build_scrapes", "main"]
 

@@ -21,12 +21,12 @@ import time
 
 from prometheus_client import generate_latest
 
-from exporters.rollout import RolloutExporter
-from monitor.parse import ExpositionParser, parse
-from monitor.settings import Target
-from monitor import promql
-from monitor.sources.prometheus import UNREAD, PrometheusSource, parse_matrix, parse_vector
-from monitor.store import Store
+from ptmon.exporters.rollout import RolloutExporter
+from ptmon.monitor import promql
+from ptmon.monitor.parse import ExpositionParser, parse
+from ptmon.monitor.settings import Target
+from ptmon.monitor.sources.prometheus import UNREAD, PrometheusSource, parse_matrix, parse_vector
+from ptmon.monitor.store import Store
 
 __all__ = ["main"]
 

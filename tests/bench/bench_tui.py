@@ -5,7 +5,7 @@ Run: ``/work/venv/bin/python -m tests.bench.bench_tui [--seconds 60] [--warmup 1
 
 A child process serves 8 real exporters on loopback (one TrainerExporter,
 six RolloutExporters, one EvalExporter, each on its own port via
-``exporters.serve``) and keeps recording into them, so every scrape carries
+``ptmon.exporters.serve``) and keeps recording into them, so every scrape carries
 moving counters and histograms. This process then measures, one after the
 other and on the same targets:
 
@@ -47,10 +47,10 @@ def serve_exporters() -> None:
     """Child process: 8 exporters on free loopback ports, recording until stdin closes."""
     import threading
 
-    from exporters.evals import EvalExporter
-    from exporters.rollout import RolloutExporter
-    from exporters.serve import serve
-    from exporters.trainer import TrainerExporter
+    from ptmon.exporters.evals import EvalExporter
+    from ptmon.exporters.rollout import RolloutExporter
+    from ptmon.exporters.serve import serve
+    from ptmon.exporters.trainer import TrainerExporter
 
     ident = dict(run="bench-grpo-7b", model="Qwen2.5-7B-Instruct", algorithm="grpo")
     trainer = TrainerExporter(gpus=8, gpu_hour_price=2.5, **ident)
@@ -86,7 +86,7 @@ def serve_exporters() -> None:
 
 
 def _settings(urls: list[str], interval_s: float):
-    from monitor.config import load_settings
+    from ptmon.monitor.config import load_settings
 
     return load_settings(urls=urls, interval_s=interval_s)
 
@@ -101,8 +101,8 @@ async def _measure(run_for, warmup_s: float, seconds: float) -> tuple[float, flo
 
 async def bench_app(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,
                     size: tuple[int, int] = (160, 48)) -> dict:
-    from monitor.app import PtmonApp
-    from monitor.live import LiveFeed
+    from ptmon.monitor.app import PtmonApp
+    from ptmon.monitor.live import LiveFeed
 
     settings = _settings(urls, interval_s)
     app = PtmonApp(LiveFeed(settings), interval_s=settings.interval_s, window_s=settings.window_s,
@@ -140,7 +140,7 @@ class _StillFeed:
 
 async def bench_idle(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,
                      size: tuple[int, int] = (160, 48), dashboard=None) -> dict:
-    from monitor.app import PtmonApp
+    from ptmon.monitor.app import PtmonApp
 
     settings = _settings(urls, interval_s)
     now = dashboard.now if dashboard is not None else time.time()
@@ -155,7 +155,7 @@ async def bench_idle(urls: list[str], *, interval_s: float, warmup_s: float, sec
 
 async def bench_loop(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,
                      size: tuple[int, int] = (0, 0)) -> dict:
-    from monitor.live import LiveFeed
+    from ptmon.monitor.live import LiveFeed
 
     settings = _settings(urls, interval_s)
     feed = LiveFeed(settings)

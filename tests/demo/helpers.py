@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from demo import pipe
+from ptmon.demo import pipe
 
 __all__ = ["children_of", "alive", "wait_gone", "start_headless", "read_until", "URL_RE"]
 
@@ -79,7 +79,7 @@ def read_until(proc: subprocess.Popen[bytes], marker: bytes, timeout_s: float) -
 def start_headless(*extra: str, speed: float = 300.0, workers: int = 2) -> tuple[subprocess.Popen[bytes], str]:
     """``ptmon demo --headless`` as a subprocess, returned once it printed its URLs."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor", "demo", "--headless", "--speed", str(speed), "--workers", str(workers),
+        [sys.executable, "-m", "ptmon.monitor", "demo", "--headless", "--speed", str(speed), "--workers", str(workers),
          *extra],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from demo.launcher import Endpoint, prometheus_config
-from exporters.schema import RUN_INFO
-from monitor.parse import parse
+from ptmon.demo.launcher import Endpoint, prometheus_config
+from ptmon.exporters.schema import RUN_INFO
+from ptmon.monitor.parse import parse
 from tests.demo.helpers import URL_RE, alive, children_of, start_headless, wait_gone
 
 
@@ -89,7 +89,7 @@ def test_duration_ends_the_run_headless_never_imports_textual() -> None:
     # Every child the run ever had is collected while it runs (not at a fixed moment, which a slow start misses).
     code = (
         "import sys, threading, os, time\n"
-        "from monitor.cli import main\n"
+        "from ptmon.monitor.cli import main\n"
         "from tests.demo.helpers import children_of\n"
         "seen, done = set(), threading.Event()\n"
         "def probe():\n"
@@ -116,7 +116,7 @@ def test_duration_ends_the_run_headless_never_imports_textual() -> None:
 
 
 def test_bad_options_are_refused_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
-    from monitor.cli import main
+    from ptmon.monitor.cli import main
 
     assert main(["demo", "--headless", "--workers", "0"]) == 2
     assert "--workers" in capsys.readouterr().err
@@ -125,8 +125,8 @@ def test_bad_options_are_refused_with_a_message(capsys: pytest.CaptureFixture[st
 
 
 def test_cli_defaults_give_a_demo_that_moves() -> None:
-    from demo.launcher import DEFAULT_SPEED, DemoOptions
-    from monitor.cli import build_parser
+    from ptmon.demo.launcher import DEFAULT_SPEED, DemoOptions
+    from ptmon.monitor.cli import build_parser
 
     opts = DemoOptions.from_args(build_parser().parse_args(["demo"]))
     assert opts == DemoOptions(scenario="healthy", speed=DEFAULT_SPEED, workers=4, seed=0)
@@ -142,7 +142,7 @@ def test_cli_defaults_give_a_demo_that_moves() -> None:
 def test_a_child_that_never_reports_its_port_is_a_clear_error(code: str, message: str) -> None:
     import time
 
-    from demo.launcher import FleetError, _read_announcement
+    from ptmon.demo.launcher import FleetError, _read_announcement
 
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     try:
@@ -156,8 +156,8 @@ def test_a_child_that_never_reports_its_port_is_a_clear_error(code: str, message
 
 
 def test_package_exports_load_lazily() -> None:
-    code = ("import sys, demo\n"
-            "assert 'demo.launcher' not in sys.modules\n"
+    code = ("import sys\nimport ptmon.demo as demo\n"
+            "assert 'ptmon.demo.launcher' not in sys.modules\n"
             "assert sorted(demo.__all__) == dir(demo)\n"
             "assert all(getattr(demo, name) is not None for name in demo.__all__)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from demo.launcher import Endpoint, file_sd_groups, write_sd_file
-from exporters.schema import GPUS
-from monitor.deploy.files import PROMETHEUS_CONFIG, TARGETS_DIR
-from monitor.deploy.rules import DEMO_JOB_PREFIX
+from ptmon.demo.launcher import Endpoint, file_sd_groups, write_sd_file
+from ptmon.exporters.schema import GPUS
+from ptmon.monitor.deploy.files import PROMETHEUS_CONFIG, TARGETS_DIR
+from ptmon.monitor.deploy.rules import DEMO_JOB_PREFIX
 from tests.demo.helpers import URL_RE, start_headless
 from tests.monitor.deploy.helpers import copy_assets
 
@@ -37,21 +37,21 @@ def test_groups_name_each_target_and_set_its_job_but_no_clashing_label() -> None
 
 
 def test_the_file_is_replaced_whole_and_no_temp_file_stays(tmp_path: Path) -> None:
-    path = tmp_path / "demo.json"
+    path = tmp_path / "ptmon.demo.json"
     write_sd_file(path, ENDPOINTS)
     first_inode = path.stat().st_ino
     write_sd_file(path, ENDPOINTS[:1])
     assert json.loads(path.read_text()) == file_sd_groups(ENDPOINTS[:1])
     assert path.stat().st_ino != first_inode  # a rename, not an in-place rewrite a reader could see half of
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
-    assert [p.name for p in tmp_path.iterdir()] == ["demo.json"]
+    assert [p.name for p in tmp_path.iterdir()] == ["ptmon.demo.json"]
 
 
 def test_an_sd_file_in_a_missing_directory_is_refused_up_front(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    from monitor.cli import main
+    from ptmon.monitor.cli import main
 
-    assert main(["demo", "--headless", "--sd-file", str(tmp_path / "nope" / "demo.json")]) == 2
+    assert main(["demo", "--headless", "--sd-file", str(tmp_path / "nope" / "ptmon.demo.json")]) == 2
     assert "--sd-file" in capsys.readouterr().err
 
 
@@ -61,7 +61,7 @@ def test_the_shipped_config_scrapes_the_demo_through_its_sd_file(prometheus_bin:
     from tests.conftest import PrometheusServer
 
     assets = copy_assets(tmp_path)
-    sd_file = assets / TARGETS_DIR / "demo.json"
+    sd_file = assets / TARGETS_DIR / "ptmon.demo.json"
     shipped = (assets / PROMETHEUS_CONFIG).read_text()
     proc, text = start_headless("--sd-file", str(sd_file))
     prom = PrometheusServer(binary=prometheus_bin, directory=assets, scrape_configs=[], interval="5s")

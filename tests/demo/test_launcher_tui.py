@@ -1,6 +1,6 @@
 """``ptmon demo`` with its screen, in a real pseudo-terminal: q, SIGINT and SIGTERM leave no child behind.
 
-The launcher runs exactly as a user starts it (``python -m monitor demo``)
+The launcher runs exactly as a user starts it (``python -m ptmon.monitor demo``)
 on a pty sized 160x48; the test waits until the children are up and the
 screen shows a worker row, then quits it one way or another and checks
 every child pid is gone and the terminal was handed back (alternate screen
@@ -42,7 +42,7 @@ class PtyRun:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
         env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "48"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "monitor", "demo", *args],
+        self.proc = subprocess.Popen([sys.executable, "-m", "ptmon.monitor", "demo", *args],
                                      stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
         os.close(slave)
         self.master = master

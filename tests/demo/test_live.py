@@ -17,11 +17,11 @@ from statistics import median
 
 import pytest
 
-from demo.launcher import DemoOptions, Fleet, demo_settings
-from demo.model import RunSpec
-from exporters import schema
-from monitor.dashboard import Dashboard, WorkerRow
-from monitor.live import LiveFeed
+from ptmon.demo.launcher import DemoOptions, Fleet, demo_settings
+from ptmon.demo.model import RunSpec
+from ptmon.exporters import schema
+from ptmon.monitor.dashboard import Dashboard, WorkerRow
+from ptmon.monitor.live import LiveFeed
 
 SPEED = 300.0
 INTERVAL_S = 0.3
@@ -70,7 +70,7 @@ async def watch(request: pytest.FixtureRequest) -> AsyncIterator[Watch]:
 
 
 def _rises_and_falls(values: list[float]) -> bool:
-    pairs = list(zip(values, values[1:]))
+    pairs = list(zip(values, values[1:], strict=False))
     return any(b > a for a, b in pairs) and any(b < a for a, b in pairs)
 
 
@@ -181,7 +181,7 @@ async def test_crash_target_down_then_back_with_counters_reset_and_no_negative_r
     assert len(watch.fleet.pids()) > len(watch.fleet.endpoints)  # restarted: a new process
     def reset(metric: str) -> bool:
         return any(b < a for s in watch.feed.store.series("rollout-1", metric)
-                   for (_, a), (_, b) in zip(s.points(), s.points()[1:]))
+                   for (_, a), (_, b) in zip(s.points(), s.points()[1:], strict=False))
 
     assert reset(schema.ROLLOUTS.name) and reset(schema.GPU_SECONDS.name)  # the counters really restarted
     for x in watch.seen:  # ...and the data layer never turned the reset into a negative rate

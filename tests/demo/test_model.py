@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from demo import model
-from demo.model import ENVS, RunSpec
-from demo.scenarios import SCENARIOS
+from ptmon.demo import model
+from ptmon.demo.model import ENVS, RunSpec
+from ptmon.demo.scenarios import SCENARIOS
 
 SPEC = RunSpec()
 HEALTHY, SLOW_SYNC, STRAGGLER, PLATEAU = (SCENARIOS[n] for n in ("healthy", "slow-sync", "straggler", "plateau"))
@@ -17,7 +17,7 @@ HEALTHY, SLOW_SYNC, STRAGGLER, PLATEAU = (SCENARIOS[n] for n in ("healthy", "slo
 
 def _slope(xs: list[float], ys: list[float]) -> float:
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=False)) / sum((x - mx) ** 2 for x in xs)
 
 
 def _evals(scenario, seed: int, n: int = 30) -> tuple[list[float], list[float]]:

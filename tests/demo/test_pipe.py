@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from demo.pipe import PipeClosed, PipeTimeout, read_until
+from ptmon.demo.pipe import PipeClosed, PipeTimeout, read_until
 
 
 @pytest.fixture

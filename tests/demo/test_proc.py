@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from demo.proc import (
+from ptmon.demo.proc import (
     ROLES,
     Runtime,
     SimClock,
@@ -43,8 +43,9 @@ def test_child_argv_parses_back(tmp_path: Path) -> None:
     for role in ROLES:
         argv = child_argv(role, run_dir=tmp_path, scenario="crash", speed=12.5, seed=3, workers=5, index=2,
                           port=4567, life=1)
-        assert argv[1:3] == ["-m", "demo"]
-        opts = parse_child_args(argv[3:])
+        # -P: the working directory is not put on the child's import path (a user's demo.py stays unrun).
+        assert argv[1:4] == ["-P", "-m", "ptmon.demo"]
+        opts = parse_child_args(argv[4:])
         assert (opts.role, opts.run_dir, opts.scenario.name, opts.speed, opts.seed, opts.index, opts.port,
                 opts.life) == (role, tmp_path, "crash", 12.5, 3, 2, 4567, 1)
         assert opts.spec.workers == 5 and opts.spec.run == "demo-crash"

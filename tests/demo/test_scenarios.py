@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from demo.scenarios import DEFAULT_SCENARIO, SCENARIO_NAMES, get_scenario
-from monitor.cli import build_parser
+from ptmon.demo.scenarios import DEFAULT_SCENARIO, SCENARIO_NAMES, get_scenario
+from ptmon.monitor.cli import build_parser
 
 
 def test_cli_choices_are_exactly_the_scenarios() -> None:

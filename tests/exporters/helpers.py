@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from exporters.schema import EXPORTER_ERRORS, MetricSpec
+from ptmon.exporters.schema import EXPORTER_ERRORS, MetricSpec
 
 __all__ = ["FakeClock", "exporter", "value", "errors"]
 

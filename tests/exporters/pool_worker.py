@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from exporters import RolloutExporter
+from ptmon.exporters import RolloutExporter
 
 __all__ = ["main"]
 

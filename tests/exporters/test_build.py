@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 
-from exporters import _build
-from exporters.schema import CONTRACT, ROLLOUT_REWARD, ROLLOUT_SECONDS, ROLLOUTS, RUN_INFO, TRAINER_STEPS
+from ptmon.exporters import _build
+from ptmon.exporters.schema import CONTRACT, ROLLOUT_REWARD, ROLLOUT_SECONDS, ROLLOUTS, RUN_INFO, TRAINER_STEPS
 
 
 def test_base_name_strips_the_suffix_prometheus_client_adds() -> None:

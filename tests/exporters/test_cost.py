@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from exporters import EvalExporter, RolloutExporter, TrainerExporter
-from exporters.cost import GpuMeter, gpu_seconds
-from exporters.schema import GPU_HOUR_PRICE, GPU_SECONDS, GPUS
+from ptmon.exporters import EvalExporter, RolloutExporter, TrainerExporter
+from ptmon.exporters.cost import GpuMeter, gpu_seconds
+from ptmon.exporters.schema import GPU_HOUR_PRICE, GPU_SECONDS, GPUS
 from tests.exporters.helpers import FakeClock, errors, value
 
 

@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters import EvalExporter
-from exporters.schema import EVAL_POLICY_VERSION, EVAL_SAMPLES, EVAL_SCORE, GPU_SECONDS, RUN_INFO
+from ptmon.exporters import EvalExporter
+from ptmon.exporters.schema import EVAL_POLICY_VERSION, EVAL_SAMPLES, EVAL_SCORE, GPU_SECONDS, RUN_INFO
 from tests.exporters.helpers import FakeClock, errors, exporter, value
 
 

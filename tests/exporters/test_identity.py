@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from exporters import EvalExporter
-from exporters._identity import as_count, as_number, process_metrics
-from exporters.schema import EXPORTER_ERRORS, RUN_INFO
+from ptmon.exporters import EvalExporter
+from ptmon.exporters._identity import as_count, as_number, process_metrics
+from ptmon.exporters.schema import EXPORTER_ERRORS, RUN_INFO
 from tests.exporters.helpers import value
 
 
@@ -46,7 +46,7 @@ def test_error_series_exist_from_the_start() -> None:
 
 def test_first_drop_is_logged_once_per_call(caplog: pytest.LogCaptureFixture) -> None:
     evals = EvalExporter(run="r", model="m", algorithm="a", gpus=0, gpu_hour_price=3.0)
-    with caplog.at_level("WARNING", logger="exporters"):
+    with caplog.at_level("WARNING", logger="ptmon.exporters"):
         for _ in range(3):
             evals.record_eval(benchmark="gsm8k", score=math.nan)
     assert value(evals.registry, EXPORTER_ERRORS, call="record_eval") == 3

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from exporters import RolloutExporter, TrainerExporter, _build
-from exporters.schema import (
+from ptmon.exporters import RolloutExporter, TrainerExporter, _build
+from ptmon.exporters.schema import (
     DEFAULT_REWARD_BUCKETS,
     ROLLOUT_OUTCOMES,
     ROLLOUT_POLICY_VERSION,
@@ -190,7 +190,7 @@ def test_reward_counters_exist_from_an_envs_first_rollout_and_move_one_at_a_time
 
 _POOL_CHILD = """
 import sys
-from exporters import RolloutExporter
+from ptmon.exporters import RolloutExporter
 rollout = RolloutExporter(run="r1", model="m", algorithm="grpo", gpus=0, gpu_hour_price=3.0)
 index = int(sys.argv[1])
 for i in range(100):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporters import EvalExporter, RolloutExporter, TrainerExporter, schema
+from ptmon.exporters import EvalExporter, RolloutExporter, TrainerExporter, schema
 from tests.exporters.helpers import exporter
 
 

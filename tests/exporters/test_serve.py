@@ -16,8 +16,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import mark_process_dead
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters import RolloutExporter, TrainerExporter, multiprocess_registry, serve
-from exporters.schema import (
+from ptmon.exporters import RolloutExporter, TrainerExporter, multiprocess_registry, serve
+from ptmon.exporters.schema import (
     EXPORTER_ERRORS,
     GPU_HOUR_PRICE,
     GPU_SECONDS,

@@ -7,8 +7,8 @@ import traceback
 
 import pytest
 
-from exporters import TrainerExporter
-from exporters.schema import (
+from ptmon.exporters import TrainerExporter
+from ptmon.exporters.schema import (
     GRAD_NORM,
     KL,
     LEARNING_RATE,

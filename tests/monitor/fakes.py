@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from monitor.alerts import evaluate
-from monitor.dashboard import Alert, Dashboard, EvalPoint, TargetHealth, WorkerRow
-from monitor.settings import Thresholds
+from ptmon.monitor.alerts import evaluate
+from ptmon.monitor.dashboard import Alert, Dashboard, EvalPoint, TargetHealth, WorkerRow
+from ptmon.monitor.settings import Thresholds
 
 __all__ = ["FakeClock", "FakeFeed", "HOSTILE", "T0"]
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from exporters.rollout import RolloutExporter
-from exporters.serve import serve
-from monitor.dashboard import Dashboard
-from monitor.live import LiveFeed
-from monitor.settings import Settings, Target
+from ptmon.exporters.rollout import RolloutExporter
+from ptmon.exporters.serve import serve
+from ptmon.monitor.dashboard import Dashboard
+from ptmon.monitor.live import LiveFeed
+from ptmon.monitor.settings import Settings, Target
 
 __all__ = ["Clock", "T0", "scrape_one_worker"]
 

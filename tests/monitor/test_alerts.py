@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from monitor.alerts import evaluate, recent_rollout_rate, stall_limit_s
-from monitor.dashboard import Dashboard, EvalPoint, TargetHealth
-from monitor.settings import Thresholds
+from ptmon.monitor.alerts import evaluate, recent_rollout_rate, stall_limit_s
+from ptmon.monitor.dashboard import Dashboard, EvalPoint, TargetHealth
+from ptmon.monitor.settings import Thresholds
 
 TH = Thresholds()
 NOW = 10_000.0
@@ -124,7 +124,7 @@ def test_critical_first_and_thresholds_are_configurable() -> None:
 
 
 def test_rollout_rate_drop_fires_critical_when_every_worker_is_down() -> None:
-    from monitor.dashboard import WorkerRow
+    from ptmon.monitor.dashboard import WorkerRow
 
     def worker(name: str, up: bool) -> WorkerRow:
         return WorkerRow(name=name, role="rollout", up=up, rollouts_per_s=None, tokens_per_s=None,
@@ -141,7 +141,7 @@ def test_rollout_rate_drop_fires_critical_when_every_worker_is_down() -> None:
 
 
 def test_mean_of_huge_gauges_is_unknown_not_a_crash() -> None:
-    from monitor.derive import mean
+    from ptmon.monitor.derive import mean
 
     assert mean([1.7e308, 1.7e308]) is None
     assert mean([1.0, 2.0]) == 1.5

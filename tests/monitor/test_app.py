@@ -13,11 +13,11 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from monitor.app import INTERVALS_S, PtmonApp
-from monitor.dashboard import Dashboard
-from monitor.feed import Feed
-from monitor.settings import WINDOWS_S
-from monitor.widgets import Card, Chart, HelpScreen, SparkCell, StatusHeader
+from ptmon.monitor.app import INTERVALS_S, PtmonApp
+from ptmon.monitor.dashboard import Dashboard
+from ptmon.monitor.feed import Feed
+from ptmon.monitor.settings import WINDOWS_S
+from ptmon.monitor.widgets import Card, Chart, HelpScreen, SparkCell, StatusHeader
 from tests.monitor.fakes import HOSTILE, FakeClock, FakeFeed
 from tests.monitor.screen import screen_lines, screen_text
 
@@ -143,7 +143,7 @@ async def test_p_freezes_the_screen_and_resuming_shows_the_latest_without_a_gap(
         assert app.dashboard is not None and app.dashboard.now == clock()
         # the window's series kept filling while paused: no hole at the pause
         times = [t for t, _ in app.dashboard.rollout_rate_series]
-        assert max(b - a for a, b in zip(times, times[1:])) <= 300 / 120 + 1e-9
+        assert max(b - a for a, b in zip(times, times[1:], strict=False)) <= 300 / 120 + 1e-9
 
 
 async def test_plus_and_minus_step_the_interval_and_tell_the_feed() -> None:
@@ -473,11 +473,11 @@ async def test_live_exporters_over_http_fill_the_screen_while_a_dead_and_a_hangi
     """
     import socket
 
-    from exporters.rollout import RolloutExporter
-    from exporters.serve import serve
-    from exporters.trainer import TrainerExporter
-    from monitor.config import load_settings
-    from monitor.live import LiveFeed
+    from ptmon.exporters.rollout import RolloutExporter
+    from ptmon.exporters.serve import serve
+    from ptmon.exporters.trainer import TrainerExporter
+    from ptmon.monitor.config import load_settings
+    from ptmon.monitor.live import LiveFeed
 
     ident = dict(run="e2e-[b]run[/b]", model="tiny", algorithm="grpo", gpus=1, gpu_hour_price=2.0)
     trainer, rollout = TrainerExporter(**ident), RolloutExporter(**ident)
@@ -516,7 +516,7 @@ async def test_live_exporters_over_http_fill_the_screen_while_a_dead_and_a_hangi
 
 
 def test_watch_with_nothing_to_watch_says_how_and_exits_2(capsys) -> None:
-    from monitor.cli import main
+    from ptmon.monitor.cli import main
 
     assert main(["watch"]) == 2
     err = capsys.readouterr().err
@@ -524,7 +524,7 @@ def test_watch_with_nothing_to_watch_says_how_and_exits_2(capsys) -> None:
 
 
 def test_watch_with_a_bad_config_names_it_and_exits_2(tmp_path, capsys) -> None:
-    from monitor.cli import main
+    from ptmon.monitor.cli import main
 
     bad = tmp_path / "ptmon.toml"
     bad.write_text("[[targets]]\nurl = 5\n")

@@ -28,14 +28,14 @@ from dataclasses import dataclass
 import pytest
 from textual.pilot import Pilot
 
-from exporters.rollout import RolloutExporter
-from exporters.serve import MetricsServer, serve
-from exporters.trainer import TrainerExporter
-from monitor.app import PtmonApp
-from monitor.config import load_settings
-from monitor.format import DASH
-from monitor.live import LiveFeed
-from monitor.widgets import Card, HelpScreen
+from ptmon.exporters.rollout import RolloutExporter
+from ptmon.exporters.serve import MetricsServer, serve
+from ptmon.exporters.trainer import TrainerExporter
+from ptmon.monitor.app import PtmonApp
+from ptmon.monitor.config import load_settings
+from ptmon.monitor.format import DASH
+from ptmon.monitor.live import LiveFeed
+from ptmon.monitor.widgets import Card, HelpScreen
 from tests.conftest import PrometheusServer
 from tests.monitor.screen import screen_lines, screen_text
 
@@ -235,7 +235,7 @@ async def test_watch_prometheus_shows_the_fleet_then_a_dead_exporter_a_hung_and_
         assert "targets 3/3" in text
         targets = rows(app, "targets")
         assert list(targets) == ["rollout-0", "rollout-1", "trainer"]  # by job, then name
-        for name, role in zip(NAMES, ("trainer", "rollout", "rollout")):
+        for name, role in zip(NAMES, ("trainer", "rollout", "rollout"), strict=False):
             assert targets[name][ROLE] == role
             assert targets[name][UP] == "● up"
             assert targets[name][ERROR] == ""

@@ -15,12 +15,12 @@ from collections.abc import Callable
 
 import pytest
 
-from exporters import schema
-from monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
-from monitor.dashboard import TargetHealth
-from monitor.parse import Sample
-from monitor.settings import Settings, Target
-from monitor.store import Store
+from ptmon.exporters import schema
+from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
+from ptmon.monitor.dashboard import TargetHealth
+from ptmon.monitor.parse import Sample
+from ptmon.monitor.settings import Settings, Target
+from ptmon.monitor.store import Store
 
 T0, NOW, WINDOW, DT = 1000.0, 1300.0, 300.0, 10.0
 SYNC_TIMES = (1060.0, 1120.0, 1180.0, 1240.0, 1300.0)
@@ -49,7 +49,7 @@ def _le(x: float) -> str:
 def trainer(t: float) -> list[Sample]:
     r = t - T0
     steps = 500 + 0.5 * r
-    syncs = [0.3] * 20 + [d for ts, d in zip(SYNC_TIMES, SYNC_SECONDS) if ts <= t]
+    syncs = [0.3] * 20 + [d for ts, d in zip(SYNC_TIMES, SYNC_SECONDS, strict=False) if ts <= t]
     out = [
         S(schema.RUN_INFO.name, 1, run="run-1", model="qwen-7b", algorithm="grpo", role="trainer"),
         S(schema.TRAINER_STEPS.name, steps),
@@ -528,9 +528,11 @@ def test_spend_survives_a_cost_counter_reset() -> None:
 
 from dataclasses import fields  # noqa: E402
 
-from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from monitor.alerts import evaluate  # noqa: E402
+from ptmon.monitor.alerts import evaluate  # noqa: E402
 
 _NAMES = [
     schema.ROLLOUTS.name, "posttrain_rollouts", schema.ROLLOUT_TOKENS.name, schema.ROLLOUT_POLICY_VERSION.name,
@@ -705,7 +707,7 @@ async def test_mean_reward_of_the_real_rollout_exporter_over_http() -> None:
     # counters) served on loopback and scraped by the LiveFeed. Each 10 s: rewards 1.0, 0.0, 0.35 (math)
     # and -1.0 (code): the true mean (1 + 0 + 0.35 - 1) / 4 = 0.0875. (The bucket estimate this replaced
     # read 0.95, -0.25, 0.35 and -1: 0.0125.)
-    from exporters.rollout import RolloutExporter
+    from ptmon.exporters.rollout import RolloutExporter
     from tests.monitor.helpers import scrape_one_worker
 
     def round_of_rollouts(exporter: RolloutExporter) -> None:

@@ -9,12 +9,12 @@ from importlib.metadata import version
 
 import pytest
 
-from monitor.cli import build_parser, main
+from ptmon.monitor.cli import build_parser, main
 
 
 def ptmon(*args: str) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("ptmon") or ""
-    cmd = [exe, *args] if exe else [sys.executable, "-m", "monitor", *args]
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "ptmon.monitor", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
@@ -45,6 +45,6 @@ def test_a_bad_interval_is_a_usage_error_naming_the_value(value: str, capsys: py
 
 
 def test_help_does_not_load_textual() -> None:
-    code = "import sys\nfrom monitor.cli import build_parser\nbuild_parser()\nprint('textual' in sys.modules)\n"
+    code = "import sys\nfrom ptmon.monitor.cli import build_parser\nbuild_parser()\nprint('textual' in sys.modules)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

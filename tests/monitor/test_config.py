@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.config import (
+from ptmon.monitor.config import (
     PROMETHEUS_MAX_BODY_BYTES,
     ConfigError,
     load_settings,
@@ -15,7 +15,7 @@ from monitor.config import (
     prometheus_from_url,
     target_from_url,
 )
-from monitor.settings import Settings, Target, Thresholds
+from ptmon.monitor.settings import Settings, Target, Thresholds
 
 FULL_EXAMPLE = """\
 interval = 1.0            # seconds between scrapes of each target

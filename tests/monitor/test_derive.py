@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from monitor.derive import (
+from ptmon.monitor.derive import (
     counter_total,
     histogram_quantile,
     histogram_sum_estimate,
@@ -25,7 +25,7 @@ from monitor.derive import (
     span_rate,
     span_raw_increase,
 )
-from monitor.store import Series
+from ptmon.monitor.store import Series
 
 INF = math.inf
 
@@ -100,7 +100,7 @@ def test_a_series_span_gives_the_same_numbers_as_its_points() -> None:
     # 100,110,120 | restart | 5,15,25 | restart | 3 at t = 10..80, in a ring of 6 points: the first two
     # fell out. Every (start, end] gives bit-identical results from the span and from the points.
     s = Series("x", {}, capacity=6)
-    for t, v in zip(range(10, 90, 10), (100, 110, 120, 5, 15, 25, 30, 3)):
+    for t, v in zip(range(10, 90, 10), (100, 110, 120, 5, 15, 25, 30, 3), strict=False):
         s.append(float(t), float(v))
     # Held: 120, 5, 15, 25, 30, 3 (t = 30..80): increments from zero after each drop 5 + 10 + 10 + 5 + 3.
     assert span_raw_increase(s.span(0, 100)) == raw_increase(in_window(s, 0, 100)) == 33
@@ -238,14 +238,14 @@ import threading  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 
-from exporters import schema  # noqa: E402
-from exporters.rollout import RolloutExporter  # noqa: E402
-from exporters.serve import serve  # noqa: E402
-from exporters.trainer import TrainerExporter  # noqa: E402
-from monitor.build import build_dashboard  # noqa: E402
-from monitor.parse import Sample  # noqa: E402
-from monitor.settings import Settings  # noqa: E402
-from monitor.store import Store  # noqa: E402
+from ptmon.exporters import schema  # noqa: E402
+from ptmon.exporters.rollout import RolloutExporter  # noqa: E402
+from ptmon.exporters.serve import serve  # noqa: E402
+from ptmon.exporters.trainer import TrainerExporter  # noqa: E402
+from ptmon.monitor.build import build_dashboard  # noqa: E402
+from ptmon.monitor.parse import Sample  # noqa: E402
+from ptmon.monitor.settings import Settings  # noqa: E402
+from ptmon.monitor.store import Store  # noqa: E402
 
 SYNC_CYCLE = (0.07, 0.2, 0.3, 0.45, 0.6, 0.9, 1.5, 3.0, 4.0, 7.0, 15.0)
 RANGE_S = 6.0
@@ -326,7 +326,7 @@ def test_rate_and_histogram_quantile_agree_with_promql(prometheus_server) -> Non
         resets = 0
         for m, pts in rollouts:
             labels = tuple(sorted((k, v) for k, v in m.items() if k != "__name__"))
-            resets += sum(1 for (_, a), (_, b) in zip(pts, pts[1:]) if b < a)
+            resets += sum(1 for (_, a), (_, b) in zip(pts, pts[1:], strict=False) if b < a)
             assert rate(pts, start=start, end=at) == pytest.approx(theirs[labels], rel=0.01), labels
             inc = _instant(prom, f'increase(posttrain_rollouts_total{{env="{m["env"]}",'
                                  f'outcome="{m["outcome"]}"}}[{int(RANGE_S)}s])', at)[0][1]

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from monitor.dashboard import Dashboard, WorkerRow
-from monitor.evaluated import Evaluated, overlay
+from ptmon.monitor.dashboard import Dashboard, WorkerRow
+from ptmon.monitor.evaluated import Evaluated, overlay
 
 
 def worker(name: str, *, up: bool = True, rate: float | None = 1.0) -> WorkerRow:

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from monitor.format import (
+from ptmon.monitor.format import (
     DASH,
     fmt_bytes_rate,
     fmt_duration,
@@ -58,7 +58,7 @@ def test_lit_keeps_markup_as_text_and_makes_controls_visible() -> None:
 
 
 def test_against_limits_colours_like_the_alert_rules_strictly_above() -> None:
-    from monitor.format import against_limits
+    from ptmon.monitor.format import against_limits
 
     assert against_limits(2.0, 2.0, 4.0).spans == []  # at the limit: no alert fires, no colour
     assert "yellow" in str(against_limits(3.0, 2.0, 4.0).spans[0].style)
@@ -77,7 +77,7 @@ def test_importing_it_does_not_import_textual() -> None:
 
 
 def test_policy_versions_are_exact_never_abbreviated() -> None:
-    from monitor.format import fmt_version
+    from ptmon.monitor.format import fmt_version
 
     assert fmt_version(12345.0) == "v12345"
     assert fmt_version(7.0) == "v7"

@@ -13,15 +13,15 @@ import time
 import httpx
 import pytest
 
-from exporters.evals import EvalExporter
-from exporters.schema import ROLLOUT_REWARD
-from exporters.rollout import RolloutExporter
-from exporters.serve import serve
-from exporters.trainer import TrainerExporter
-from monitor.derive import histogram_quantile, histogram_sum_estimate, parse_le
-from monitor.feed import Feed
-from monitor.live import LiveFeed
-from monitor.settings import Settings, Target
+from ptmon.exporters.evals import EvalExporter
+from ptmon.exporters.rollout import RolloutExporter
+from ptmon.exporters.schema import ROLLOUT_REWARD
+from ptmon.exporters.serve import serve
+from ptmon.exporters.trainer import TrainerExporter
+from ptmon.monitor.derive import histogram_quantile, histogram_sum_estimate, parse_le
+from ptmon.monitor.feed import Feed
+from ptmon.monitor.live import LiveFeed
+from ptmon.monitor.settings import Settings, Target
 from tests.monitor.helpers import T0, Clock, scrape_one_worker
 
 SYNC_DURATIONS = (0.5, 1.0, 1.5, 1.8, 2.0)  # one sync every 6 rounds, at rounds 6, 12, .., 30

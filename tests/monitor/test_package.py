@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import monitor
+import ptmon.monitor as monitor
 
 
 def test_every_public_name_resolves() -> None:
@@ -16,10 +16,10 @@ def test_every_public_name_resolves() -> None:
 
 def test_data_layer_names_do_not_import_textual() -> None:
     code = (
-        "import sys, monitor\n"
+        "import sys\nimport ptmon.monitor as monitor\n"
         "for n in monitor.__all__:\n"
         "    if n != 'PtmonApp': getattr(monitor, n)\n"
-        "import monitor.cli, monitor.snapshot\n"
+        "import ptmon.monitor.cli, ptmon.monitor.snapshot\n"
         "print('textual' in sys.modules, 'rich' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -21,14 +21,13 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client import start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_families
 from prometheus_client.parser import text_string_to_metric_families as text_families
 
-from exporters.schema import ROLLOUT_SECONDS, ROLLOUTS
-from monitor.parse import ACCEPT_HEADER, ExpositionParser, Labels, ParseError, Sample, is_openmetrics, parse
+from ptmon.exporters.schema import ROLLOUT_SECONDS, ROLLOUTS
+from ptmon.monitor.parse import ACCEPT_HEADER, ExpositionParser, Labels, ParseError, Sample, is_openmetrics, parse
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from exporters import schema
-from monitor import promql
+from ptmon.exporters import schema
+from ptmon.monitor import promql
 
 
 def test_durations_are_whole_seconds_when_exact_else_milliseconds() -> None:

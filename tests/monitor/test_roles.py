@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from exporters import schema
-from monitor.roles import detect_role, label_ci, run_info_names
+from ptmon.exporters import schema
+from ptmon.monitor.roles import detect_role, label_ci, run_info_names
 
 
 def test_config_wins_over_everything() -> None:

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from exporters.rollout import RolloutExporter
-from exporters.serve import serve
-from exporters.trainer import TrainerExporter
-from monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
-from monitor.snapshot import render, to_json
+from ptmon.exporters.rollout import RolloutExporter
+from ptmon.exporters.serve import serve
+from ptmon.exporters.trainer import TrainerExporter
+from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
+from ptmon.monitor.snapshot import render, to_json
 
 PTMON = str(Path(sys.executable).with_name("ptmon"))
 REQUIRED = ("rollout_rate_per_s", "rollout_tokens_per_s", "weight_sync_p50_s", "weight_sync_p99_s",
@@ -185,9 +185,9 @@ async def test_the_window_is_the_time_scraped_even_when_the_run_started_long_bef
     # The trainer's _created says the run started 1000 s before this snapshot (the feed's clock runs
     # 1000 s ahead of the wall clock the exporter stamps with): uptime counts from there, while rates are
     # still measured over the ~1.5 s actually scraped, not over a 300-s window of which 1.5 s hold data.
-    from monitor.live import LiveFeed
-    from monitor.settings import Settings, Target
-    from monitor.snapshot import collect
+    from ptmon.monitor.live import LiveFeed
+    from ptmon.monitor.settings import Settings, Target
+    from ptmon.monitor.snapshot import collect
 
     trainer = TrainerExporter(run="snap", model="m", algorithm="grpo", gpus=4, gpu_hour_price=3.0)
     server = serve(trainer.registry)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.parse import ExpositionParser, Sample
-from monitor.store import DEFAULT_CAPACITY, DEFAULT_MAX_SERIES, Store
+from ptmon.monitor.parse import ExpositionParser, Sample
+from ptmon.monitor.store import DEFAULT_CAPACITY, DEFAULT_MAX_SERIES, Store
 
 
 def samples(text: str, parser: ExpositionParser | None = None) -> list[Sample]:
@@ -171,14 +171,14 @@ def test_series_still_sent_are_never_evicted_even_at_the_cap() -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from monitor.store import Series, Span  # noqa: E402
+from ptmon.monitor.store import Series, Span  # noqa: E402
 
 
 def reference_span(points: list[tuple[float, float]]) -> Span | None:
     if not points:
         return None
     values = [v for _, v in points]
-    resets = sum(a for a, b in zip(values, values[1:]) if a > b)
+    resets = sum(a for a, b in zip(values, values[1:], strict=False) if a > b)
     return Span(len(points), points[0][0], points[0][1], points[-1][0], points[-1][1], resets)
 
 
@@ -202,8 +202,8 @@ def test_spans_columns_and_drops_equal_a_scan_of_the_points(capacity, values, qu
                 inside = [p for p in kept if start < p[0] <= end]
                 assert s.span(start, end) == reference_span(inside)
                 times, vals = s.columns(start, end)
-                assert list(zip(times, vals)) == inside
-                assert s.drop_times(start, end) == [a[0] for a, b in zip(inside, inside[1:]) if a[1] > b[1]]
+                assert list(zip(times, vals, strict=False)) == inside
+                assert s.drop_times(start, end) == [a[0] for a, b in zip(inside, inside[1:], strict=False) if a[1] > b[1]]
                 assert s.points(float(lo), float(lo + width)) == [p for p in kept if lo <= p[0] <= lo + width]
             assert s.span() == reference_span(kept)
 

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from monitor.text import safe
+from ptmon.monitor.text import safe
 
 
 def test_printable_text_is_unchanged() -> None:

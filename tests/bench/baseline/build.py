@@ -30,9 +30,11 @@ from itertools import compress, islice
 from operator import add, gt, itemgetter, sub
 from types import MappingProxyType
 
-from exporters import schema
-from exporters.schema import MetricSpec
-from monitor.dashboard import Dashboard, EvalPoint, Point, TargetHealth, WorkerRow
+from ptmon.exporters import schema
+from ptmon.exporters.schema import MetricSpec
+from ptmon.monitor.dashboard import Dashboard, EvalPoint, Point, TargetHealth, WorkerRow
+from ptmon.monitor.roles import detect_role, label_ci, run_info_names
+from ptmon.monitor.settings import Settings
 from tests.bench.baseline.derive import (
     counter_total,
     histogram_quantile,
@@ -46,8 +48,6 @@ from tests.bench.baseline.derive import (
     raw_increase,
     running_total,
 )
-from monitor.roles import detect_role, label_ci, run_info_names
-from monitor.settings import Settings
 from tests.bench.baseline.store import Series, Store
 
 __all__ = ["Baseline", "EvalLog", "observe_evals", "build_dashboard", "MEDIAN_WINDOW_S", "RECENT_RATE_S"]
@@ -402,7 +402,7 @@ def _rate_slots(per_target: Iterable[list[Series]], w: _Window, step: float) -> 
             values = list(map(_value, pick(pts)))
             incs = list(map(sub, islice(values, 1, None), values))
             if min(incs) < 0:  # a restart: the counter went on from zero
-                incs = [d if d >= 0 else v for d, v in zip(incs, islice(values, 1, None))]
+                incs = [d if d >= 0 else v for d, v in zip(incs, islice(values, 1, None), strict=False)]
             slot_inc = list(map(add, slot_inc, incs))
         for k in range(n):
             if slot_dt[k] > 0:

@@ -17,7 +17,7 @@ from itertools import islice
 from operator import itemgetter
 from types import MappingProxyType
 
-from monitor.parse import Labels, Sample
+from ptmon.monitor.parse import Labels, Sample
 
 __all__ = ["Store", "Series", "IngestResult", "SeriesKey", "DEFAULT_CAPACITY", "DEFAULT_MAX_SERIES"]
 

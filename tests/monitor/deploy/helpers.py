@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from monitor.deploy import ASSETS_DIR
+from ptmon.monitor.deploy import ASSETS_DIR
 
 __all__ = ["HERE", "copy_assets", "run"]
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from demo.launcher import Endpoint, write_sd_file
-from monitor.cli import main
-from monitor.deploy import ASSETS_DIR, AssetConflict, render_assets, write_assets
-from monitor.deploy.files import ALERTS_FILE, PROMETHEUS_CONFIG, RULES_FILE, TARGETS_DIR
+from ptmon.demo.launcher import Endpoint, write_sd_file
+from ptmon.monitor.cli import main
+from ptmon.monitor.deploy import ASSETS_DIR, AssetConflict, render_assets, write_assets
+from ptmon.monitor.deploy.files import ALERTS_FILE, PROMETHEUS_CONFIG, RULES_FILE, TARGETS_DIR
 from tests.monitor.deploy.helpers import copy_assets, run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,13 +25,13 @@ def test_committed_assets_are_what_the_generator_writes_now() -> None:
     on_disk = {p.name: p.read_text(encoding="utf-8") for p in ASSETS_DIR.iterdir() if p.is_file()}
     assert sorted(on_disk) == sorted(rendered)
     for name, text in rendered.items():
-        assert on_disk[name] == text, f"{name} is stale: run `python -m monitor.deploy monitor/deploy/assets --force`"
+        assert on_disk[name] == text, f"{name} is stale: run `python -m ptmon.monitor.deploy monitor/deploy/assets --force`"
 
 
 def test_every_asset_is_package_data() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert "monitor.deploy" in config["packages"] and "monitor.deploy.assets" in config["packages"]
-    patterns = config["package-data"]["monitor.deploy.assets"]
+    assert "ptmon.monitor.deploy" in config["packages"] and "ptmon.monitor.deploy.assets" in config["packages"]
+    patterns = config["package-data"]["ptmon.monitor.deploy.assets"]
     for name in render_assets():
         assert any(fnmatch.fnmatch(name, p) for p in patterns), name
 
@@ -110,7 +110,7 @@ def test_ptmon_assets_into_an_unwritable_place_is_a_clear_error(tmp_path: Path,
 
 
 def test_python_m_monitor_deploy_writes_them(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "monitor.deploy", str(tmp_path)], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "ptmon.monitor.deploy", str(tmp_path)], capture_output=True,
                             text=True, timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / RULES_FILE).read_text() == render_assets()[RULES_FILE]
@@ -128,11 +128,11 @@ def test_scrape_config_never_sets_a_target_label_that_clashes() -> None:
 @pytest.mark.prometheus
 def test_promtool_checks_the_scrape_config_with_a_demo_targets_file(tmp_path: Path, promtool_bin: str) -> None:
     assets = copy_assets(tmp_path)
-    write_sd_file(assets / TARGETS_DIR / "demo.json",
+    write_sd_file(assets / TARGETS_DIR / "ptmon.demo.json",
                   [Endpoint("trainer", "trainer", 9001), Endpoint("rollout-0", "rollout", 9002)])
     result = run(promtool_bin, "check", "config", str(assets / PROMETHEUS_CONFIG), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS: 2 rule files found" in result.stdout
     assert "targets/*.json" not in result.stdout + result.stderr  # found relative to the config, no warning
-    groups = json.loads((assets / TARGETS_DIR / "demo.json").read_text())
+    groups = json.loads((assets / TARGETS_DIR / "ptmon.demo.json").read_text())
     assert groups[0]["labels"] == {"job": "posttrain-trainer", "ptmon_name": "trainer"}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.deploy import ASSETS_DIR, _yaml, dashboard, panel_queries
-from monitor.deploy.files import DASHBOARD_FILE
+from ptmon.monitor.deploy import ASSETS_DIR, _yaml, dashboard, panel_queries
+from ptmon.monitor.deploy.files import DASHBOARD_FILE
 from tests.monitor.deploy.helpers import run
 
 DS = {"type": "prometheus", "uid": "${datasource}"}

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.alerts import RULES
-from monitor.deploy import alerting_rules, recording_rules
-from monitor.deploy.files import ALERTS_FILE, RULES_FILE
-from monitor.settings import Thresholds
+from ptmon.monitor.alerts import RULES
+from ptmon.monitor.deploy import alerting_rules, recording_rules
+from ptmon.monitor.deploy.files import ALERTS_FILE, RULES_FILE
+from ptmon.monitor.settings import Thresholds
 from tests.monitor.deploy.helpers import HERE, copy_assets, run
 
 pytestmark = pytest.mark.prometheus
@@ -43,7 +43,7 @@ def test_promtool_unit_tests_pass(tmp_path: Path, promtool_bin: str) -> None:
 
 def test_the_unit_tests_catch_a_wrong_threshold(tmp_path: Path, promtool_bin: str) -> None:
     # The same unit tests against alerts built with a staleness warning at 1 instead of 2: they must fail.
-    from monitor.deploy import _yaml
+    from ptmon.monitor.deploy import _yaml
 
     assets = copy_assets(tmp_path)
     shutil.copy(UNIT_TESTS, assets / UNIT_TESTS.name)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.deploy._yaml import comment_block, dump
+from ptmon.monitor.deploy._yaml import comment_block, dump
 from tests.monitor.deploy.helpers import run
 
 

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from monitor.sources._http import FetchError, StreamTransport, make_client, read_capped
+from ptmon.monitor.sources._http import FetchError, StreamTransport, make_client, read_capped
 
 BODY = b"".join(b"metric_%d{env=\"math\"} %d\n" % (i, i) for i in range(500))
 

@@ -20,18 +20,18 @@ from dataclasses import dataclass, replace
 import httpx
 import pytest
 
-from exporters.rollout import RolloutExporter
-from exporters.serve import MetricsServer, serve
-from exporters.trainer import TrainerExporter
-from monitor import promql
-from monitor.build import build_dashboard
-from monitor.config import prometheus_from_url
-from monitor.dashboard import Dashboard
-from monitor.live import LiveFeed
-from monitor.settings import Settings, Target
-from monitor.sources import PrometheusSource, Source
-from monitor.sources.prometheus import parse_matrix, series_selector
-from monitor.store import Store
+from ptmon.exporters.rollout import RolloutExporter
+from ptmon.exporters.serve import MetricsServer, serve
+from ptmon.exporters.trainer import TrainerExporter
+from ptmon.monitor import promql
+from ptmon.monitor.build import build_dashboard
+from ptmon.monitor.config import prometheus_from_url
+from ptmon.monitor.dashboard import Dashboard
+from ptmon.monitor.live import LiveFeed
+from ptmon.monitor.settings import Settings, Target
+from ptmon.monitor.sources import PrometheusSource, Source
+from ptmon.monitor.sources.prometheus import parse_matrix, series_selector
+from ptmon.monitor.store import Store
 
 SERVER = Target(name="prom:9090", url="http://prom:9090")
 ROLLOUTS = "posttrain_rollouts_total"
@@ -343,7 +343,7 @@ async def test_a_killed_exporter_is_down_and_a_dead_prometheus_is_a_clear_error(
 
 
 def _ptmon(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ptmon.monitor", *args], capture_output=True, text=True,
                           timeout=timeout, check=False)
 
 
@@ -753,7 +753,7 @@ async def test_windowed_numbers_are_evaluated_by_the_server_and_shown() -> None:
     assert d.weight_sync_p50_s == local.weight_sync_p50_s is None  # NaN: the stored data's (no) answer stands
     # Burn: GPUs in use (server-side rate of GPU-seconds) x price: ptmon's config for the trainer (2.5),
     # the default for a rollout worker that exposes no price gauge.
-    from exporters import schema
+    from ptmon.exporters import schema
     assert d.burn_dollars_per_hour == pytest.approx(8 * 2.5 + 4 * schema.DEFAULT_GPU_HOUR_PRICE)
     assert d.dollars_per_million_rollout_tokens == pytest.approx(d.burn_dollars_per_hour / (1250 * 3600) * 1e6)
     assert d.rollout_rate_series == ((NOW - 4, 11.0), (NOW - 2, 12.0))

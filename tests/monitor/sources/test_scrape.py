@@ -12,9 +12,9 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from monitor.settings import Settings, Target
-from monitor.sources import MAX_BACKOFF_S, Scraper, Source, backoff_delay, effective_timeout
-from monitor.store import Store
+from ptmon.monitor.settings import Settings, Target
+from ptmon.monitor.sources import MAX_BACKOFF_S, Scraper, Source, backoff_delay, effective_timeout
+from ptmon.monitor.store import Store
 
 GOOD_BODY = b"# TYPE up_total counter\nup_total 7\nqueue_depth{q=\"a\"} 3\nqueue_depth{q=\"b\"} 4\n"
 NOW = 1_700_000_000.0
@@ -504,7 +504,7 @@ def _closed_port() -> int:
 
 
 async def test_real_http_round_trip_against_prometheus_client_on_loopback(exporter: str) -> None:
-    from monitor.config import target_from_url
+    from ptmon.monitor.config import target_from_url
 
     store = Store()
     live = target_from_url(exporter)
@@ -596,9 +596,9 @@ async def test_tls_is_verified_by_default_and_a_ca_file_makes_it_pass(tls_cert, 
 
 async def test_the_projects_trainer_exporter_over_real_tls_gives_the_recorded_numbers(tls_cert) -> None:
     """exporters.TrainerExporter served by exporters.serve over HTTPS, scraped with a CA file."""
-    from exporters import schema
-    from exporters.serve import serve
-    from exporters.trainer import TrainerExporter
+    from ptmon.exporters import schema
+    from ptmon.exporters.serve import serve
+    from ptmon.exporters.trainer import TrainerExporter
 
     cert, key = tls_cert
     ticks = iter(float(t) for t in range(1000))

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from monitor.alerts import RULES
-from monitor.dashboard import Alert, Dashboard
-from monitor.settings import Thresholds
-from monitor.widgets.cards import CARDS, card_for_alert, card_level, card_rows, trend_arrow
-from monitor.format import DASH
+from ptmon.monitor.alerts import RULES
+from ptmon.monitor.dashboard import Alert, Dashboard
+from ptmon.monitor.format import DASH
+from ptmon.monitor.settings import Thresholds
+from ptmon.monitor.widgets.cards import CARDS, card_for_alert, card_level, card_rows, trend_arrow
 
 
 def test_every_alert_rule_but_target_down_lands_on_a_card() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from monitor.widgets.chart import ChartData, plot
+from ptmon.monitor.widgets.chart import ChartData, plot
 
 
 def braille(text: str) -> int:
@@ -55,7 +55,7 @@ async def test_a_new_subtitle_repaints_only_the_bottom_border_row_and_shows() ->
     from textual.app import App, ComposeResult
     from textual.geometry import Region
 
-    from monitor.widgets.chart import Chart
+    from ptmon.monitor.widgets.chart import Chart
     from tests.monitor.screen import screen_text
 
     refreshed: list[tuple[Region, ...]] = []

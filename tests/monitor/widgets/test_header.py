@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from monitor.dashboard import Dashboard, TargetHealth
-from monitor.widgets.header import HeaderState, header_text
+from ptmon.monitor.dashboard import Dashboard, TargetHealth
+from ptmon.monitor.widgets.header import HeaderState, header_text
 
 
 def _d(**kw) -> Dashboard:

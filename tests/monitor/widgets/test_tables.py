@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from monitor.dashboard import TargetHealth, WorkerRow
-from monitor.widgets.tables import TargetsTable, WorkersTable
+from ptmon.monitor.dashboard import TargetHealth, WorkerRow
+from ptmon.monitor.widgets.tables import TargetsTable, WorkersTable
 
 
 class Host(App):
@@ -78,7 +78,7 @@ async def test_unchanged_rows_are_not_rebuilt() -> None:
 def test_row_regions_merge_runs_of_rows_and_keep_the_offset() -> None:
     from textual.geometry import Region
 
-    from monitor.widgets.lines import row_regions
+    from ptmon.monitor.widgets.lines import row_regions
 
     assert row_regions([], 10) == []
     assert row_regions([3, 1, 2, 7, 7], 10) == [Region(0, 1, 10, 3), Region(0, 7, 10, 1)]
