@@ -1,5 +1,12 @@
 """Shared test fixtures.
 
+Markers mean what they say. A test that uses a Prometheus or promtool fixture
+gets the ``prometheus`` marker here, from its fixtures (no hand-written marker to
+forget). A test that starts a process (subprocess, asyncio subprocess, fork) or a
+pty must be marked ``slow`` (or need Prometheus): the guard below fails it
+otherwise, so ``pytest -m "not slow and not prometheus"`` stays a fast,
+in-process lane.
+
 Tests that need Debian's prometheus/promtool use the ``prometheus_bin`` and
 ``promtool_bin`` fixtures: they skip with a reason when the binaries are absent,
 and fail instead when PTMON_REQUIRE_PROMETHEUS=1 (as .ci/run sets), so CI can
@@ -17,10 +24,41 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+
+PROMETHEUS_FIXTURES = frozenset({"prometheus_bin", "promtool_bin", "prometheus_server", "prometheus_on_config"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if PROMETHEUS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.prometheus)
+
+
+def _may_spawn(item: pytest.Item) -> bool:
+    return item.get_closest_marker("slow") is not None or item.get_closest_marker("prometheus") is not None
+
+
+@pytest.fixture(autouse=True)
+def _processes_need_the_slow_marker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail a test outside the slow lane that starts a process or a pty, naming what it started."""
+    if _may_spawn(request.node):
+        return
+    nodeid = request.node.nodeid
+
+    def refuse(what: str) -> Callable[..., Any]:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            pytest.fail(f"{nodeid} starts {what}: mark it @pytest.mark.slow (see tests/README.md)", pytrace=False)
+        return refused
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse("a process (subprocess.Popen)"))
+    monkeypatch.setattr(os, "fork", refuse("a process (os.fork)"))
+    monkeypatch.setattr(os, "forkpty", refuse("a pty (os.forkpty)"))
+    monkeypatch.setattr(os, "posix_spawn", refuse("a process (os.posix_spawn)"))
 
 
 def _require_binary(name: str) -> str:

@@ -69,6 +69,7 @@ def test_headless_serves_every_role_and_a_signal_stops_every_child(signum: int, 
             proc.wait()
 
 
+@pytest.mark.slow  # starts a process
 def test_children_stop_by_themselves_when_the_launcher_is_killed_hard() -> None:
     import shutil
 
@@ -85,6 +86,7 @@ def test_children_stop_by_themselves_when_the_launcher_is_killed_hard() -> None:
         shutil.rmtree(run_dir, ignore_errors=True)  # the one thing a SIGKILLed launcher cannot clean up
 
 
+@pytest.mark.slow  # starts a process
 def test_duration_ends_the_run_headless_never_imports_textual() -> None:
     # Every child the run ever had is collected while it runs (not at a fixed moment, which a slow start misses).
     code = (
@@ -139,6 +141,7 @@ def test_cli_defaults_give_a_demo_that_moves() -> None:
     ("print('listening, probably')", "reported something that is not a port"),
     ("import time; time.sleep(30)", "timed out waiting for it to report its port"),
 ], ids=["exits", "garbage", "silent"])
+@pytest.mark.slow  # starts a process
 def test_a_child_that_never_reports_its_port_is_a_clear_error(code: str, message: str) -> None:
     import time
 
@@ -155,6 +158,7 @@ def test_a_child_that_never_reports_its_port_is_a_clear_error(code: str, message
             child.stdout.close()
 
 
+@pytest.mark.slow  # starts a process
 def test_package_exports_load_lazily() -> None:
     code = ("import sys\nimport ptmon.demo as demo\n"
             "assert 'ptmon.demo.launcher' not in sys.modules\n"

@@ -32,6 +32,8 @@ import pytest
 
 from tests.demo.helpers import alive, children_of, wait_gone
 
+pytestmark = pytest.mark.slow  # real processes (a pty or the demo's children)
+
 ENTER_ALT_SCREEN = b"\x1b[?1049h"
 LEAVE_ALT_SCREEN = b"\x1b[?1049l"
 _SGR = re.compile(rb"\x1b\[[0-9;:]*m")  # colours and text styles; cursor moves stay

@@ -23,6 +23,8 @@ from ptmon.exporters import schema
 from ptmon.monitor.dashboard import Dashboard, WorkerRow
 from ptmon.monitor.live import LiveFeed
 
+pytestmark = pytest.mark.slow  # real processes (a pty or the demo's children)
+
 SPEED = 300.0
 INTERVAL_S = 0.3
 WINDOW_S = 10.0

@@ -23,6 +23,7 @@ def pipe():
             pass
 
 
+@pytest.mark.slow  # starts a process
 def test_reads_until_the_marker_even_when_it_arrives_in_pieces() -> None:
     code = "import sys, time; w = sys.stdout.buffer; w.write(b'{\"po'); w.flush(); time.sleep(0.3); " \
            "w.write(b'rt\": 1}\\nafter'); w.flush()"

@@ -125,6 +125,7 @@ def self_signed(tmp_path: Path) -> tuple[str, str]:
     return str(cert), str(key)
 
 
+@pytest.mark.slow  # starts a process
 def test_tls_serving(self_signed: tuple[str, str]) -> None:
     cert, key = self_signed
     trainer = busy_trainer()

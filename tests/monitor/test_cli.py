@@ -18,12 +18,14 @@ def ptmon(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow  # starts a process
 def test_version_is_the_installed_distributions() -> None:
     done = ptmon("--version")
     assert done.returncode == 0
     assert done.stdout.strip() == f"ptmon {version('ptmon')}"
 
 
+@pytest.mark.slow  # starts a process
 def test_help_lists_every_subcommand() -> None:
     done = ptmon("--help")
     assert done.returncode == 0
@@ -44,6 +46,7 @@ def test_a_bad_interval_is_a_usage_error_naming_the_value(value: str, capsys: py
     assert repr(value) in capsys.readouterr().err
 
 
+@pytest.mark.slow  # starts a process
 def test_help_does_not_load_textual() -> None:
     code = "import sys\nfrom ptmon.monitor.cli import build_parser\nbuild_parser()\nprint('textual' in sys.modules)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -66,12 +66,14 @@ def test_against_limits_colours_like_the_alert_rules_strictly_above() -> None:
     assert against_limits(None, 2.0, 4.0).plain == DASH
 
 
+@pytest.mark.slow  # starts a process
 def test_importing_it_does_not_import_textual() -> None:
     """``ptmon snapshot`` uses these formatters and must not pay for (or need) Textual."""
     import subprocess
     import sys
 
-    code = "import sys, monitor.format, monitor.snapshot; print(sorted(m for m in sys.modules if m.startswith('textual')))"
+    code = ("import sys, ptmon.monitor.format, ptmon.monitor.snapshot\n"
+            "print(sorted(m for m in sys.modules if m.startswith('textual')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 
@@ -14,6 +16,7 @@ def test_every_public_name_resolves() -> None:
     assert sorted(dir(monitor)) == sorted(monitor.__all__)
 
 
+@pytest.mark.slow  # starts a process
 def test_data_layer_names_do_not_import_textual() -> None:
     code = (
         "import sys\nimport ptmon.monitor as monitor\n"

@@ -63,6 +63,7 @@ def busy_rollout_worker():
             s.close()
 
 
+@pytest.mark.slow  # starts a process
 def test_snapshot_json_against_served_exporters(busy_rollout_worker) -> None:
     urls = [s.url for s in busy_rollout_worker]
     proc = ptmon(*urls, "--over", "2", "--json", "--interval", "0.5")
@@ -87,12 +88,14 @@ def test_snapshot_json_against_served_exporters(busy_rollout_worker) -> None:
     assert doc["alerts"] == []
 
 
+@pytest.mark.slow  # starts a process
 def test_snapshot_table_against_served_exporters(busy_rollout_worker) -> None:
     proc = ptmon(busy_rollout_worker[0].url, "--over", "1.5", "--interval", "0.5")
     assert proc.returncode == 0, proc.stderr
     assert "rollouts/s" in proc.stdout and "Targets" in proc.stdout and "rollout" in proc.stdout
 
 
+@pytest.mark.slow  # starts a process
 def test_snapshot_exits_1_when_no_target_answers() -> None:
     url = closed_url()
     proc = ptmon(url, "--over", "1", "--json")
@@ -104,6 +107,7 @@ def test_snapshot_exits_1_when_no_target_answers() -> None:
     assert [a["name"] for a in doc["alerts"]] == ["target_down"]
 
 
+@pytest.mark.slow  # starts a process
 def test_snapshot_config_error_exits_2_with_the_key(tmp_path: Path) -> None:
     cfg = tmp_path / "ptmon.toml"
     cfg.write_text('interval = "soon"\n')

@@ -109,6 +109,7 @@ def test_ptmon_assets_into_an_unwritable_place_is_a_clear_error(tmp_path: Path,
     assert err.startswith("ptmon assets: cannot write to ") and "a-file" in err and "Traceback" not in err
 
 
+@pytest.mark.slow  # starts a process
 def test_python_m_monitor_deploy_writes_them(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "ptmon.monitor.deploy", str(tmp_path)], capture_output=True,
                             text=True, timeout=60, cwd=ROOT)

@@ -375,6 +375,7 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow  # starts a process
 def test_ptmon_snapshot_with_prometheus_down_says_why_and_exits_1() -> None:
     port = _closed_port()
     out = _ptmon("snapshot", "--prometheus", f"127.0.0.1:{port}", "--over", "0.6", "--json", "--interval", "0.25")
@@ -385,6 +386,7 @@ def test_ptmon_snapshot_with_prometheus_down_says_why_and_exits_1() -> None:
     assert row["error"] == f"Prometheus 127.0.0.1:{port}: connection refused"
 
 
+@pytest.mark.slow  # starts a process
 def test_ptmon_snapshot_refuses_urls_and_prometheus_together() -> None:
     out = _ptmon("snapshot", "127.0.0.1:9100", "--prometheus", "127.0.0.1:9090")
     assert out.returncode == 2
