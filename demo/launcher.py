@@ -145,7 +145,7 @@ def _read_announcement(popen: subprocess.Popen[bytes], deadline: float) -> dict[
         raise FleetError(f"exited with status {popen.wait()} before reporting its port") from None
     popen.stdout.close()
     try:
-        data = json.loads(buf.split(b"\n", 1)[0])
+        data: dict[str, Any] = json.loads(buf.split(b"\n", 1)[0])  # int(data["port"]): a dict, or TypeError
         int(data["port"])
     except (ValueError, KeyError, TypeError) as exc:
         raise FleetError(f"reported something that is not a port: {buf[:200]!r}") from exc
@@ -255,8 +255,8 @@ class Fleet:
         argv = child_argv(role, run_dir=self.run_dir, scenario=self.opts.scenario, speed=self.opts.speed,
                           seed=self.opts.seed, workers=self.opts.workers, index=index, port=port, life=life)
         with open(self.run_dir / f"{name}.log", "ab") as log:
-            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, cwd=self.run_dir,
-                                    start_new_session=True, close_fds=True)
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+                                    cwd=self.run_dir, start_new_session=True, close_fds=True)
 
     def _log_tail(self, name: str, lines: int = 8) -> str:
         try:

@@ -202,7 +202,8 @@ def sync_slowdown(scenario: Scenario, t: float) -> float:
     if scenario.sync_doubling_s is None:
         return 1.0
     doublings = min(max(0.0, t) / scenario.sync_doubling_s, 64.0)  # 2**64 is past any cap; no overflow
-    return min(scenario.sync_slowdown_max, 2.0 ** doublings)
+    factor: float = 2.0 ** doublings  # float ** float is typed Any (a negative base could give a complex)
+    return min(scenario.sync_slowdown_max, factor)
 
 
 def sync_seconds(rng: random.Random, spec: RunSpec, scenario: Scenario, t: float) -> float:

@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from ptmon.exporters import _build
@@ -92,10 +93,10 @@ class RunInfoCollector(Collector):
                 raise ValueError(f"this registry already has an exporter with role={role!r}")
             self._roles[role] = (run, model, algorithm)
 
-    def describe(self) -> Iterator:
+    def describe(self) -> Iterator[Metric]:
         yield _build.info_family(RUN_INFO)
 
-    def collect(self) -> Iterator:
+    def collect(self) -> Iterator[Metric]:
         family = _build.info_family(RUN_INFO)
         with self._lock:
             roles = sorted(self._roles.items())

@@ -19,6 +19,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from ptmon.exporters import _build
@@ -96,12 +97,12 @@ class GpuCostCollector(Collector):
                 raise ValueError(f"this registry already has an exporter with role={role!r}")
             self._meters[role] = meter
 
-    def describe(self) -> Iterator:
+    def describe(self) -> Iterator[Metric]:
         yield _build.gauge_family(GPUS)
         yield _build.counter_family(GPU_SECONDS)
         yield _build.gauge_family(GPU_HOUR_PRICE)
 
-    def collect(self) -> Iterator:
+    def collect(self) -> Iterator[Metric]:
         gpus, seconds, price = (_build.gauge_family(GPUS), _build.counter_family(GPU_SECONDS),
                                 _build.gauge_family(GPU_HOUR_PRICE))
         with self._lock:

@@ -13,7 +13,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, push_to_gateway
 from prometheus_client.exposition import basic_auth_handler, default_handler
@@ -26,6 +26,8 @@ from ptmon.exporters.schema import EVAL_POLICY_VERSION, EVAL_SAMPLES, EVAL_SCORE
 __all__ = ["EvalExporter"]
 
 log = logging.getLogger("ptmon.exporters")
+
+_Set = Callable[[float], None]
 
 
 class EvalExporter(BaseExporter):
@@ -41,7 +43,7 @@ class EvalExporter(BaseExporter):
         self._score = _build.gauge(EVAL_SCORE, self.registry)
         self._version = _build.gauge(EVAL_POLICY_VERSION, self.registry)
         self._samples = _build.gauge(EVAL_SAMPLES, self.registry)
-        self._children: dict[str, tuple] = {}
+        self._children: dict[str, tuple[_Set, _Set, _Set]] = {}  # benchmark: score, version, samples
         self._lock = threading.Lock()
 
     def record_eval(self, *, benchmark: str, score: float, policy_version: int | None = None,

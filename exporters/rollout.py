@@ -30,7 +30,7 @@ import math
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry
 
@@ -53,6 +53,12 @@ __all__ = ["RolloutExporter"]
 
 _OUTCOMES = frozenset(ROLLOUT_OUTCOMES)
 _INF = math.inf
+
+_Inc = Callable[[float], None]
+# What one (env, outcome) resolves to (see _resolve): two counters, two histograms in the three
+# parts of _build.histogram_parts (sum, bounds, buckets), two counters.
+_Children = tuple[_Inc, _Inc, _Inc, tuple[float, ...], tuple[_Inc, ...], _Inc, tuple[float, ...], tuple[_Inc, ...],
+                  _Inc, _Inc]
 
 
 class RolloutExporter(BaseExporter):
@@ -80,10 +86,10 @@ class RolloutExporter(BaseExporter):
         self._version = _build.gauge(ROLLOUT_POLICY_VERSION, self.registry, multiprocess_mode="livemin")
         self._version_set = self._version.set
         self._last_version: object = None
-        self._children: dict[tuple[str, str], tuple] = {}
+        self._children: dict[tuple[str, str], _Children] = {}
         self._resolve_lock = threading.Lock()
 
-    def _resolve(self, env: object, outcome: object) -> tuple | None:
+    def _resolve(self, env: object, outcome: object) -> _Children | None:
         """Children for (env, outcome), or None when either label is bad (nothing can be attributed)."""
         if type(env) is not str or not env or outcome not in _OUTCOMES or not servable(env):
             return None

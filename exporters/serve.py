@@ -110,7 +110,7 @@ def multiprocess_registry(*, run: str, model: str, algorithm: str, gpus: float, 
         raise ValueError("multiprocess mode needs PROMETHEUS_MULTIPROC_DIR (or path=) to name an existing "
                          f"directory, got {directory!r}")
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=directory)
+    MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]  # unannotated upstream
     process_metrics(registry).add_role(run=run, model=model, algorithm=algorithm, role=role, gpus=gpus,
                                        gpu_hour_price=gpu_hour_price, clock=clock)
     return registry

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
+from typing import Literal
 
 from prometheus_client import CollectorRegistry
 
@@ -58,7 +59,7 @@ class _Step:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
+                 tb: TracebackType | None) -> Literal[False]:
         if exc_type is None:
             exporter = self._exporter
             try:
@@ -84,7 +85,7 @@ class _WeightSync:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
+                 tb: TracebackType | None) -> Literal[False]:
         exporter = self._exporter
         try:
             exporter._sync_observe(max(0.0, exporter._clock() - self._start))

@@ -81,16 +81,18 @@ def _candidates(d: Dashboard, th: Thresholds, marginal_k: int) -> Iterable[tuple
             yield ("trainer_stalled", "critical",
                    f"no training step for {d.seconds_since_last_step:.0f} s (limit {limit:.0f} s)", None)
 
-    above = _above(d.weight_sync_p99_s, th.weight_sync_p99_warn_s, th.weight_sync_p99_critical_s)
-    if above:
+    p99 = d.weight_sync_p99_s
+    above = _above(p99, th.weight_sync_p99_warn_s, th.weight_sync_p99_critical_s)
+    if above and p99 is not None:  # above implies known
         level, limit = above
-        yield "weight_sync_slow", level, f"weight-sync p99 {_fmt(d.weight_sync_p99_s)} s > {_fmt(limit)} s", None
+        yield "weight_sync_slow", level, f"weight-sync p99 {_fmt(p99)} s > {_fmt(limit)} s", None
 
-    above = _above(d.staleness_max, th.staleness_warn, th.staleness_critical)
-    if above:
+    lag = d.staleness_max
+    above = _above(lag, th.staleness_warn, th.staleness_critical)
+    if above and lag is not None:
         level, limit = above
         yield ("staleness", level,
-               f"rollouts {_fmt(d.staleness_max)} policy versions behind the trainer (> {_fmt(limit)})", None)
+               f"rollouts {_fmt(lag)} policy versions behind the trainer (> {_fmt(limit)})", None)
 
     ref = d.rollout_rate_median_10m
     now_rate = recent_rollout_rate(d)

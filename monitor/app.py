@@ -17,13 +17,14 @@ import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.events import Key, Resize
+from textual.events import DescendantFocus, Key, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
@@ -140,7 +141,7 @@ class PtmonApp(App[int]):
                     compact=True)
         yield Footer()
 
-    def table(self, panel: str | None = None) -> SortFilterTable:
+    def table(self, panel: str | None = None) -> SortFilterTable[Any]:
         return self.query_one(f"#{panel or self.active_panel}", SortFilterTable)
 
     def on_resize(self, event: Resize) -> None:
@@ -348,7 +349,8 @@ class PtmonApp(App[int]):
             box.display = False
             event.stop()
 
-    def on_descendant_focus(self, event) -> None:  # a click or Tab into a table makes it the active one
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        # a click or Tab into a table makes it the active one
         if isinstance(event.widget, SortFilterTable) and event.widget.id in PANELS:
             self.active_panel = event.widget.id
 
@@ -356,9 +358,9 @@ class PtmonApp(App[int]):
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss()
         else:
-            self.push_screen(HelpScreen([b for b in self.BINDINGS if b.show]))
+            self.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding) and b.show]))
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Pause / resume", "freeze the screen; collection goes on", self.action_toggle_pause)
         yield SystemCommand("Set baseline to now", "intelligence per dollar counts from the latest eval",
@@ -378,7 +380,8 @@ class PtmonApp(App[int]):
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    """``ptmon watch URL ... | --config FILE | --prometheus URL``: exit 2 with a message when there is nothing to watch."""
+    """``ptmon watch URL ... | --config FILE | --prometheus URL``: exit 2 with a message when there is nothing
+    to watch."""
     from ptmon.monitor.config import ConfigError, load_settings
     from ptmon.monitor.live import LiveFeed
 

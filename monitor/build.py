@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, fields, replace
 from itertools import islice
 from operator import add, itemgetter, sub
 from types import MappingProxyType
+from typing import Any
 
 from ptmon.exporters import schema
 from ptmon.exporters.schema import MetricSpec
@@ -291,8 +292,8 @@ class _Window:
         the count's drops; otherwise it pairs the points scrape by scrape.
         """
         ss, cs = self.span(sum_series), self.span(count_series)
-        if ss is not None and cs is not None and ss.count >= 2 and (ss.count, ss.first_t, ss.last_t) == (
-                cs.count, cs.first_t, cs.last_t):
+        if ss is not None and cs is not None and ss.n >= 2 and (ss.n, ss.first_t, ss.last_t) == (
+                cs.n, cs.first_t, cs.last_t):
             before = [sum_series.value_at(t) for t in count_series.drop_times(self.start, self.end)]
             if None not in before:
                 return (ss.last_v - ss.first_v + sum(before),  # type: ignore[arg-type]
@@ -372,12 +373,12 @@ def _mean_parts(store: Store, target: str, spec: MetricSpec, w: _Window, *,
         total += s
         count += c
     groups: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
-    for s in store.series(target, spec.bucket):
-        key = _labels_key(s, drop="le")
-        le = parse_le(s.labels.get("le", ""))
+    for bs in store.series(target, spec.bucket):
+        key = _labels_key(bs, drop="le")
+        le = parse_le(bs.labels.get("le", ""))
         if key in covered or le is None:
             continue
-        inc = w.raw_increase(s)
+        inc = w.raw_increase(bs)
         if inc is not None:
             groups.setdefault(key, []).append((le, inc))
     for buckets in groups.values():
@@ -438,7 +439,7 @@ def _rate_slots(per_target: Iterable[list[Series]], w: _Window, step: float) -> 
         slot_inc = [0.0] * n
         slot_dt = [0.0] * n
         layout: tuple[int, float, float] | None = None
-        pick = itemgetter(0)
+        pick: itemgetter[Any] = itemgetter(0)
         for s in series:
             times, values = s.columns(start, end)
             if len(times) < 2:
@@ -642,7 +643,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     worker_targets = [t for t in targets if t.role in _WORKER_ROLES or by_target_rollouts[t.name]]
     rollout_tokens_by = {n: w.rate_sum(n, _series(store, n, ROLLOUT_TOKENS)) for n in names}
     engine_tokens_by = {n: w.rate_sum(n, _series(store, n, ENGINE_TOKENS)) for n in names}
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     for t in worker_targets:
         n = t.name
         tokens = rollout_tokens_by[n]
@@ -707,16 +708,16 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     kv = engine_last(ENGINE_KV)
 
     # GPUs (DCGM): one value per GPU, keyed by host and UUID (or index)
-    util: dict[tuple, float] = {}
-    power: dict[tuple, float] = {}
+    util: dict[tuple[str, str], float] = {}
+    power: dict[tuple[str, str], float] = {}
     for t in live:
         for spec, into in ((schema.DCGM_GPU_UTIL, util), (schema.DCGM_POWER_USAGE, power)):
             for s in store.series(t.name, spec.name):
                 v = w.last(s)
                 if v is not None:
-                    key = (label_ci(s.labels, "hostname") or t.name,
+                    gpu = (label_ci(s.labels, "hostname") or t.name,
                            label_ci(s.labels, "uuid") or label_ci(s.labels, "gpu") or "")
-                    into[key] = v
+                    into[gpu] = v
 
     # cost
     cost = _cost_series(store, settings, roles)
@@ -731,9 +732,9 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     spend = sum(by_role.values()) if by_role else None
     burn: float | None = None
     for target, _, series, price in cost:
-        r = span_rate(w.span(series), start=w.range_start(target), end=end)
-        if r is not None:
-            burn = (burn or 0.0) + r * price  # GPU-seconds per second x $/GPU-hour = $/hour
+        gpu_rate = span_rate(w.span(series), start=w.range_start(target), end=end)
+        if gpu_rate is not None:
+            burn = (burn or 0.0) + gpu_rate * price  # GPU-seconds per second x $/GPU-hour = $/hour
     tokens_now = rollout_tokens if rollout_tokens is not None else engine_tokens_total
     per_million = (burn / (tokens_now * 3600.0) * 1e6 if burn is not None and tokens_now else None)
 
@@ -800,8 +801,9 @@ _NUMBER_FIELDS = tuple(f.name for f in fields(Dashboard) if f.type in ("float | 
 
 def _known_numbers(d: Dashboard) -> Dashboard:
     """NaN or ±Inf from a target (a NaN gauge, an Inf counter) becomes unknown, not a number to show."""
-    bad = {name: None for name in _NUMBER_FIELDS
-           if isinstance(v := getattr(d, name), float) and not math.isfinite(v) and name not in _REQUIRED}
+    bad: dict[str, Any] = {name: None for name in _NUMBER_FIELDS
+                           if isinstance(v := getattr(d, name), float) and not math.isfinite(v)
+                           and name not in _REQUIRED}
     return replace(d, **bad) if bad else d
 
 

@@ -97,8 +97,8 @@ def target_from_url(url: str) -> Target:
     if "://" not in text:
         if text.lstrip(":").isdigit():
             # '9100' would resolve as a host named 9100 (the IPv4 address 0.0.35.140), ':9100' has no host.
-            port = text.lstrip(":")
-            raise ValueError(f"a host and a port, like localhost:{port} (a bare port is not a host)")
+            bare = text.lstrip(":")
+            raise ValueError(f"a host and a port, like localhost:{bare} (a bare port is not a host)")
         text = "http://" + text
     try:
         parts = urlsplit(text)
@@ -196,7 +196,7 @@ class _Reader:
     def role(self, value: object, key: str) -> str:
         if value not in ROLES:
             raise self.error(key, "one of " + ", ".join(ROLES), value)
-        return value  # type: ignore[return-value]
+        return value
 
 
 def _path(value: str, base: str) -> str:
@@ -299,10 +299,10 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     r = _Reader(path)
     try:
         with open(path, "rb") as f:
-            raw = f.read()
+            data = f.read()
     except OSError as exc:
         raise ConfigError(path, "(file)", f"a readable TOML file ({exc.strerror or exc})", show_got=False) from None
-    body = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark (Windows editors write one) is no content
+    body = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark (Windows editors write one) is no content
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:

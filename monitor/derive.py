@@ -137,7 +137,7 @@ def span_rate(span: Span | None, *, start: float, end: float) -> float | None:
 
 def span_raw_increase(span: Span | None) -> float | None:
     """``raw_increase`` from a ``Span``."""
-    if span is None or span.count < 2:
+    if span is None or span.n < 2:
         return None
     return span.last_v - span.first_v + span.resets
 

@@ -30,7 +30,7 @@ __all__ = ["Evaluated", "overlay", "PER_TARGET"]
 
 PER_TARGET = frozenset(("rollouts", "rollout_tokens", "engine_tokens"))  # answers kept per target
 
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[str, float] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)

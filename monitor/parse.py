@@ -109,8 +109,8 @@ class Labels(dict[str, str]):
     def _readonly(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("Labels are read-only; copy with dict(labels) to change them")
 
-    __setitem__ = __delitem__ = __ior__ = _readonly  # type: ignore[assignment]
-    clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = _readonly
+    clear = pop = popitem = setdefault = update = _readonly
 
     def __reduce__(self) -> tuple[type[Labels], tuple[dict[str, str]]]:
         return (Labels, (dict(self),))
@@ -527,16 +527,16 @@ class ExpositionParser:
             out.append(sample)
             return False
         p = _parse_sample_line(line, om=om, max_value=self._max_value)
-        key = self._cache_key(line, p)
-        entry = cache.get(key) if key is not None else None
+        slow_key = self._cache_key(line, p)
+        entry = cache.get(slow_key) if slow_key is not None else None
         if entry is not None:
             name, labels = entry[0], entry[1]
         else:
             name, labels = p.name, Labels(p.labels)
         sample = Sample(name, labels, p.value, p.timestamp)
-        if key is not None and entry is None:
+        if slow_key is not None and entry is None:
             # [name, labels, last value text, last Sample]: an unchanged line reuses its Sample.
-            cache[key] = [name, labels, p.tokens[0] if p.timestamp is None else None, sample]
+            cache[slow_key] = [name, labels, p.tokens[0] if p.timestamp is None else None, sample]
         out.append(sample)
         return False
 

@@ -87,7 +87,7 @@ def _jsonable(value: Any) -> Any:
 
 def to_json(d: Dashboard) -> dict[str, Any]:
     """Every Dashboard field (nulls for unknowns) plus ``level`` and ``targets_up``."""
-    out = _jsonable(dataclasses.asdict(d))
+    out: dict[str, Any] = _jsonable(dataclasses.asdict(d))
     out["spend_by_role"] = {role: dollars for role, dollars in d.spend_by_role}
     out["level"] = d.level
     out["targets_up"] = d.targets_up

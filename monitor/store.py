@@ -46,12 +46,14 @@ def series_key(name: str, labels: Mapping[str, str]) -> SeriesKey:
 class Span(NamedTuple):
     """What PromQL's rate/increase need from the points of a window: count, ends and resets.
 
+    The count is ``n``: a field named ``count`` would hide ``tuple.count``.
+
     ``resets`` is the sum of the values just before each drop between the
     first and the last point (a drop means the counter restarted from zero),
     summed in time order exactly as a scan of the points would.
     """
 
-    count: int
+    n: int  # how many points
     first_t: float
     first_v: float
     last_t: float
@@ -81,8 +83,8 @@ class Series:
         self._slack = max(1, capacity // _SLACK_FRACTION)
         # Counter resets, indexed on first use (gauges never pay for it): absolute index of the
         # point after each drop, the value just before it, and how far the index has been built.
-        self._drops: array | None = None
-        self._before: array | None = None
+        self._drops: array[int] | None = None
+        self._before: array[float] | None = None
         self._scanned = 0
         # Pre-reset values of drops cut off the front with their points: a counter's total
         # across restarts (spend) must not shrink when the restart leaves the buffer.
@@ -118,12 +120,13 @@ class Series:
         del self._v[:lo]
         self._base += lo
         self._lo = 0
-        if self._drops is not None:
-            gone = bisect_left(self._drops, self._base + 1)  # drops whose earlier point is gone
+        drops, before = self._drops, self._before
+        if drops is not None and before is not None:  # both or neither: set together on first use
+            gone = bisect_left(drops, self._base + 1)  # drops whose earlier point is gone
             if gone:
-                self._carried += sum(self._before[:gone])  # type: ignore[index]
-                del self._drops[:gone]
-                del self._before[:gone]  # type: ignore[index]
+                self._carried += sum(before[:gone])
+                del drops[:gone]
+                del before[:gone]
 
     def last(self) -> tuple[float, float] | None:
         return (self._t[-1], self._v[-1]) if self._t else None
@@ -150,7 +153,7 @@ class Series:
         b = len(t) if end is None else bisect_right(t, end, lo)
         return a, b
 
-    def columns(self, start: float | None = None, end: float | None = None) -> tuple[array, array]:
+    def columns(self, start: float | None = None, end: float | None = None) -> tuple[array[float], array[float]]:
         """(times, values) of the points with ``start < t <= end`` as two arrays (a memcpy, no tuples)."""
         a, b = self._window(start, end)
         if a >= b:

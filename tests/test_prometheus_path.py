@@ -43,12 +43,15 @@ import pytest
 
 from ptmon.exporters.schema import WEIGHT_SYNC_SECONDS
 from ptmon.monitor import promql
-from ptmon.monitor.deploy import ASSETS_DIR, dashboard, panel_queries, recording_rules
+from ptmon.monitor.deploy import ASSETS_DIR, panel_queries, recording_rules
+from ptmon.monitor.deploy import dashboard as _dashboard
 from ptmon.monitor.deploy.files import PROMETHEUS_CONFIG, SCRAPE_INTERVAL, TARGETS_DIR
 from tests.conftest import PrometheusServer
 from tests.demo.helpers import children_of, read_until, wait_gone
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+
+dashboard: Callable[[], dict[str, Any]] = _dashboard  # JSON the tests index into: Any, not object
 
 SPEED = 200.0  # see the module docstring: ~4.6 weight syncs per real second
 WORKERS = 4
@@ -109,8 +112,8 @@ class Demo:
         self.sd_file = sd_file
         self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ptmon.monitor", "demo", "--headless", "--scenario", "healthy", "--speed", f"{SPEED:g}",
-             "--workers", str(WORKERS), "--sd-file", str(sd_file)],
+            [sys.executable, "-m", "ptmon.monitor", "demo", "--headless", "--scenario", "healthy",
+             "--speed", f"{SPEED:g}", "--workers", str(WORKERS), "--sd-file", str(sd_file)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._log, start_new_session=True)
         self.children: list[int] = []
         self.text = ""

@@ -141,9 +141,9 @@ def worker_staleness_expr(by: tuple[str, ...] = promql.TARGET_BY, *, runs: str =
     """
     trainer = promql.with_run(schema.POLICY_VERSION.name, runs=runs)
     workers = promql.with_run(schema.ROLLOUT_POLICY_VERSION.name, runs=runs)
-    by = ", ".join((_RUN, *(b for b in by if b != _RUN)))
+    grouping = ", ".join((_RUN, *(b for b in by if b != _RUN)))
     return (f"clamp_min(max by ({_RUN}) ({trainer}) - on ({_RUN}) group_right () "
-            f"max by ({by}) ({workers}), 0)")
+            f"max by ({grouping}) ({workers}), 0)")
 
 
 def per_target_rate_expr(spec: schema.MetricSpec, window: str = WINDOW) -> str:

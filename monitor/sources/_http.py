@@ -15,6 +15,7 @@ import ssl
 import time
 import zlib
 from collections.abc import AsyncIterator, Generator
+from typing import Any
 
 import h11
 import httpx
@@ -140,8 +141,9 @@ class StreamTransport(httpx.AsyncBaseTransport):
     httpx's default transport (httpcore over anyio) spent about 1.5 ms of CPU on
     each small loopback scrape, mostly on locks, pool bookkeeping and stream
     wrappers (three times the socket work itself, and most of the data loop's
-    CPU with 8 targets scraped every second); this one spends about 0.7 ms. This transport does the same HTTP/1.1 (h11 parses,
-    as in httpcore; keep-alive when the server allows it, else a connection per
+    CPU with 8 targets scraped every second); this one spends about 0.7 ms.
+    This transport does the same HTTP/1.1 (h11 parses, as in httpcore;
+    keep-alive when the server allows it, else a connection per
     request, as prometheus_client's HTTP/1.0 server wants) with a plain list of
     idle connections per origin. It keeps httpx's client (auth, headers, the
     Response the readers use) and its exception types, with the OS or TLS error
@@ -311,7 +313,7 @@ def make_client(*, verify_tls: bool, ca_file: str | None, transport: httpx.Async
         return short(f"ca_file {ca_file}: {getattr(exc, 'strerror', None) or exc}")
     if transport is None:
         transport = StreamTransport(ssl_context=context)
-    extra = {} if limits is None else {"limits": limits}
+    extra: dict[str, Any] = {} if limits is None else {"limits": limits}  # None: httpx's default
     return httpx.AsyncClient(transport=transport, trust_env=False, follow_redirects=False,
                              headers={"User-Agent": USER_AGENT}, **extra)
 

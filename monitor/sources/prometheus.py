@@ -121,7 +121,8 @@ def _result(body: bytes, kind: str) -> list[dict[str, Any]]:
     if not isinstance(data, dict) or data.get("resultType") != kind or not isinstance(data.get("result"), list):
         got = data.get("resultType") if isinstance(data, dict) else type(data).__name__
         raise FetchError(f"expected a {kind} from the query, got {got!r}")
-    return data["result"]
+    result: list[dict[str, Any]] = data["result"]
+    return result
 
 
 def parse_matrix(body: bytes) -> list[dict[str, Any]]:

@@ -23,9 +23,10 @@ __all__ = ["LineWidget", "row_regions", "same_text"]
 def row_regions(rows: Iterable[int], width: int, *, top: int = 0) -> list[Region]:
     """One region per run of consecutive rows (offset by ``top``): fewer, taller regions for the compositor."""
     regions: list[Region] = []
-    start = end = None
+    start: int | None = None  # the run so far is rows start..end - 1 (no run yet: None)
+    end = 0
     for y in sorted(set(rows)):
-        if end is not None and y == end:
+        if start is not None and y == end:
             end += 1
             continue
         if start is not None:

@@ -82,7 +82,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         Binding("end", "cursor(1000000)", "last row", show=False),
     ]
 
-    COLUMNS: ClassVar[tuple[Column[Any], ...]] = ()
+    COLUMNS: tuple[Column[Any], ...] = ()  # not a ClassVar: a table may set its own (WorkersTable)
     TITLE: ClassVar[str] = ""
     EMPTY: ClassVar[str] = "nothing yet"  # shown when there are no rows at all
     DEFAULT_SORT: ClassVar[tuple[int, bool]] = (0, False)
@@ -232,7 +232,8 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         """One Strip per row, columns as wide as their widest cell; drawing then only crops."""
         # Columns only grow (until the filter changes): values ticking 9ms -> 10ms don't make the
         # table dance, and an unchanged virtual size spares the whole screen a re-layout.
-        widths = [max(cell_len(label), old) for label, old in zip(header, self._widths or [0] * len(header), strict=False)]
+        widths = [max(cell_len(label), old)
+                  for label, old in zip(header, self._widths or [0] * len(header), strict=False)]
         for _, cells in shown:
             for i, cell in enumerate(cells):
                 widths[i] = max(widths[i], cell.cell_len)

@@ -19,6 +19,7 @@ import gc
 import time
 import tracemalloc
 from collections.abc import Callable
+from typing import TypeVar
 
 from ptmon.exporters import schema
 from ptmon.monitor.build import EvalLog, build_dashboard, observe_evals
@@ -68,8 +69,12 @@ def _eval(t: float) -> list[Sample]:
             Sample(schema.EVAL_POLICY_VERSION.name, {"benchmark": "gsm8k"}, t // 300)]
 
 
-def fill_fleet(*, workers: int, history: int, store_type: Callable[..., Store] = Store,
-               capacity: int | None = None) -> Store:
+_S = TypeVar("_S", Store, old_store.Store)  # the default first: what a call without store_type gives
+
+
+def fill_fleet(*, workers: int, history: int,
+               store_type: Callable[..., _S] = Store,  # type: ignore[assignment]  # python/mypy#3737
+               capacity: int | None = None) -> _S:
     gens = {"trainer": _trainer, "eval": _eval, **{f"w{i:02d}": _worker(i) for i in range(workers)}}
     store = store_type(capacity=max(capacity or history, 2))
     for k in range(history):
@@ -100,7 +105,7 @@ def _best(fn: Callable[[], object], seconds: float) -> float:
     return best
 
 
-def bytes_per_point(store_type: Callable[..., Store], *, workers: int = 8, capacity: int = 600) -> float:
+def bytes_per_point(store_type: Callable[..., _S], *, workers: int = 8, capacity: int = 600) -> float:
     """Traced bytes per stored point once every series is full and has wrapped (front cuts included)."""
     gc.collect()
     tracemalloc.start()

@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> None:
             results[name].append(measure(call, number=n, rounds=1))
     baseline = results["Counter.inc (baseline)"]
     medians = {name: statistics.median(values) for name, values in results.items()}
-    paired = {name: statistics.median(v / b for v, b in zip(values, baseline, strict=False)) for name, values in results.items()}
+    paired = {name: statistics.median(v / b for v, b in zip(values, baseline, strict=False))
+              for name, values in results.items()}
     base = medians["Counter.inc (baseline)"]
     print(f"median per-call cost over {rounds} rounds of {n:,} calls (same process, interleaved)")
     print(f"{'call':<24}{'µs/call':>10}{'x Counter.inc':>16}{'paired ratio':>15}")

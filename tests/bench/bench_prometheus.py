@@ -18,6 +18,7 @@ import argparse
 import gc
 import json
 import time
+from typing import Any
 
 from prometheus_client import generate_latest
 
@@ -56,7 +57,7 @@ def _rounds(workers: int, rounds: int, points: int) -> tuple[list[list[str]], li
         history.append(by_series)
         if r >= points - 1:
             texts.append(bodies)
-            result = []
+            result: list[dict[str, Any]] = []
             for (instance, name, labels), _ in by_series.items():
                 values = [h[(instance, name, labels)] for h in history[-points:] if (instance, name, labels) in h]
                 metric = {"__name__": name, **dict(labels), "job": "rollout", "instance": instance}
@@ -72,7 +73,7 @@ def _rounds(workers: int, rounds: int, points: int) -> tuple[list[list[str]], li
 
 def _evaluation(workers: int) -> tuple[bytes, bytes]:
     """The server-side answers of one poll: per-target rates and GPUs, the fleet numbers, a 120-point chart."""
-    items = []
+    items: list[dict[str, Any]] = []
     for i in range(workers):
         target = {"job": "rollout", "instance": f"127.0.0.1:{9000 + i}"}
         items += [{"metric": {promql.Q_LABEL: "rollouts", **target}, "value": [0, "4.5"]},

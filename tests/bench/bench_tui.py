@@ -36,6 +36,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 __all__ = ["main", "serve_exporters"]
 
@@ -52,7 +53,7 @@ def serve_exporters() -> None:
     from ptmon.exporters.serve import serve
     from ptmon.exporters.trainer import TrainerExporter
 
-    ident = dict(run="bench-grpo-7b", model="Qwen2.5-7B-Instruct", algorithm="grpo")
+    ident: dict[str, Any] = dict(run="bench-grpo-7b", model="Qwen2.5-7B-Instruct", algorithm="grpo")
     trainer = TrainerExporter(gpus=8, gpu_hour_price=2.5, **ident)
     rollouts = [RolloutExporter(gpus=2, gpu_hour_price=2.5, **ident) for _ in range(WORKERS)]
     evals = EvalExporter(gpus=1, gpu_hour_price=2.5, **ident)
@@ -60,7 +61,12 @@ def serve_exporters() -> None:
     print(json.dumps([s.url for s in servers]), flush=True)
 
     stop = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+
+    def stop_at_eof() -> None:
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=stop_at_eof, daemon=True).start()
     version, tick = 0, 0
     while not stop.wait(0.05):  # 20 ticks a second: a busy little loop
         tick += 1
@@ -150,7 +156,8 @@ async def bench_idle(urls: list[str], *, interval_s: float, warmup_s: float, sec
         cpu, wall = await _measure(None, warmup_s, seconds)
         polls = app.polls
     up = 0 if dashboard is None else dashboard.targets_up
-    return dict(cpu=cpu, wall=wall, polls=polls, up=up, rate=None if dashboard is None else dashboard.rollout_rate_per_s)
+    return dict(cpu=cpu, wall=wall, polls=polls, up=up,
+                rate=None if dashboard is None else dashboard.rollout_rate_per_s)
 
 
 async def bench_loop(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,

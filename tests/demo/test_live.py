@@ -144,7 +144,7 @@ async def test_straggler_crawls_goes_stale_and_its_rollouts_are_dropped(watch: W
     def done(seen: list[Dashboard]) -> bool:
         slow, fast = row(seen[-1], "rollout-1"), row(seen[-1], "rollout-0")
         return (slow is not None and fast is not None and slow.rollouts_per_s is not None
-                and fast.rollouts_per_s and slow.rollouts_per_s < 0.2 * fast.rollouts_per_s
+                and bool(fast.rollouts_per_s) and slow.rollouts_per_s < 0.2 * fast.rollouts_per_s
                 and bool(watch.alerts("staleness")) and dropped() > 0)
 
     assert await watch.until(done), "rollout-1 never crawled, went stale and dropped rollouts"

@@ -116,4 +116,5 @@ def test_plateau_marginal_slope_falls_to_zero_or_below() -> None:
 
 def test_plateau_collapses_entropy() -> None:
     rng = model.seeded_rng(0, "s")
-    assert model.trainer_scalars(rng, 100, SPEC, PLATEAU).entropy < model.trainer_scalars(rng, 100, SPEC, HEALTHY).entropy / 2
+    assert (model.trainer_scalars(rng, 100, SPEC, PLATEAU).entropy
+            < model.trainer_scalars(rng, 100, SPEC, HEALTHY).entropy / 2)

@@ -9,7 +9,7 @@ from ptmon.monitor.cli import build_parser
 
 
 def test_cli_choices_are_exactly_the_scenarios() -> None:
-    demo = build_parser()._subparsers._group_actions[0].choices["demo"]  # type: ignore[union-attr]
+    demo = build_parser()._subparsers._group_actions[0].choices["demo"]  # type: ignore[union-attr, index]
     choices = next(a.choices for a in demo._actions if a.dest == "scenario")
     assert tuple(choices) == SCENARIO_NAMES
     assert DEFAULT_SCENARIO == "healthy"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,8 +24,9 @@ def test_base_name_strips_the_suffix_prometheus_client_adds() -> None:
                          ids=lambda s: s.name)
 def test_every_contract_metric_is_exposed_under_its_contract_name(spec) -> None:  # noqa: ANN001
     registry = CollectorRegistry()
-    build = {"counter": _build.counter, "gauge": _build.gauge, "histogram": _build.histogram}[spec.kind]
-    metric = build(spec, registry)
+    builders: dict[str, Callable[..., Any]] = {"counter": _build.counter, "gauge": _build.gauge,
+                                               "histogram": _build.histogram}
+    metric = builders[spec.kind](spec, registry)
     if spec.labels:
         metric.labels(*["x"] * len(spec.labels))
     names = {sample.name for family in registry.collect() for sample in family.samples}

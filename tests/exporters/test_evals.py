@@ -44,7 +44,7 @@ def test_bad_benchmark_or_score_drops_the_call(bad: dict) -> None:
 
 def test_bad_version_or_samples_keep_the_score() -> None:
     evals = make()
-    evals.record_eval(benchmark="gsm8k", score=0.7, policy_version=-2, samples="many")
+    evals.record_eval(benchmark="gsm8k", score=0.7, policy_version=-2, samples="many")  # type: ignore[arg-type]
     assert value(evals.registry, EVAL_SCORE, benchmark="gsm8k") == 0.7
     assert value(evals.registry, EVAL_SAMPLES, benchmark="gsm8k") == 0
     assert errors(evals.registry, "record_eval") == 1

@@ -109,7 +109,8 @@ def test_int_and_numpy_like_values_take_the_slow_path_correctly() -> None:
             return self.x
 
     rollout = make()
-    rollout.record_rollout(env="math", tokens=Scalar(7.0), reward=1, seconds=2, policy_version=Scalar(3.0))
+    rollout.record_rollout(env="math", tokens=Scalar(7.0), reward=1, seconds=2,  # type: ignore[arg-type]
+                           policy_version=Scalar(3.0))  # type: ignore[arg-type]  # duck-typed on purpose
     reg = rollout.registry
     assert value(reg, ROLLOUT_TOKENS, env="math") == 7
     assert value(reg, ROLLOUT_REWARD, "_bucket", env="math", le="1.0") == 1
@@ -125,7 +126,7 @@ def test_set_policy_version() -> None:
     rollout.record_rollout(env="math", tokens=1, policy_version=7)  # a late rollout sampled with v7
     assert value(rollout.registry, ROLLOUT_POLICY_VERSION) == 7
     rollout.set_policy_version(9)
-    rollout.set_policy_version(math.nan)
+    rollout.set_policy_version(math.nan)  # type: ignore[arg-type]  # a bad value on purpose
     assert value(rollout.registry, ROLLOUT_POLICY_VERSION) == 9
     assert errors(rollout.registry, "set_policy_version") == 1
 
@@ -181,7 +182,7 @@ def test_reward_counters_exist_from_an_envs_first_rollout_and_move_one_at_a_time
     assert (value(reg, ROLLOUT_REWARD_POSITIVE, env="code"), value(reg, ROLLOUT_REWARD_NEGATIVE, env="code")) == (
         2.0, 0.5)
     for bad in (math.nan, math.inf, -math.inf, "1.0", True):  # dropped: neither counter moves
-        rollout.record_rollout(env="code", tokens=1, reward=bad)
+        rollout.record_rollout(env="code", tokens=1, reward=bad)  # type: ignore[arg-type]  # bad on purpose
     assert (value(reg, ROLLOUT_REWARD_POSITIVE, env="code"), value(reg, ROLLOUT_REWARD_NEGATIVE, env="code")) == (
         2.0, 0.5)
     assert errors(reg, "record_rollout") == 5

@@ -96,7 +96,7 @@ def test_record_accepts_numpy_like_scalars(trainer: TrainerExporter) -> None:
         def __float__(self) -> float:
             return 2.5
 
-    trainer.record(tokens=Scalar(), loss=Scalar())
+    trainer.record(tokens=Scalar(), loss=Scalar())  # type: ignore[arg-type]  # duck-typed on purpose
     assert value(trainer.registry, TRAINER_TOKENS) == 2.5
     assert value(trainer.registry, LOSS) == 2.5
     assert errors(trainer.registry, "record") == 0
@@ -106,7 +106,7 @@ def test_publish_policy(trainer: TrainerExporter) -> None:
     trainer.publish_policy(7)
     assert value(trainer.registry, POLICY_VERSION) == 7
     trainer.publish_policy(-1)
-    trainer.publish_policy("8")
+    trainer.publish_policy("8")  # type: ignore[arg-type]  # a bad value on purpose
     assert value(trainer.registry, POLICY_VERSION) == 7
     assert errors(trainer.registry, "publish_policy") == 2
 
@@ -146,7 +146,7 @@ def test_weight_sync_failure_reraises_untouched(trainer: TrainerExporter, clocks
 
 
 def test_weight_sync_bad_arguments_still_time_the_sync(trainer: TrainerExporter) -> None:
-    with trainer.weight_sync(version="eight", nbytes=-5):
+    with trainer.weight_sync(version="eight", nbytes=-5):  # type: ignore[arg-type]  # bad on purpose
         pass
     reg = trainer.registry
     assert errors(reg, "weight_sync") == 1

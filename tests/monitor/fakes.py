@@ -162,9 +162,11 @@ class FakeFeed:
             for t in (start + step * j for j in range(int(window_s / step) + 1))
             if n_live
         )
-        syncs = [math.floor(start / SYNC_EVERY_S) * SYNC_EVERY_S + SYNC_EVERY_S * j for j in range(int(window_s // SYNC_EVERY_S) + 2)]
+        syncs = [math.floor(start / SYNC_EVERY_S) * SYNC_EVERY_S + SYNC_EVERY_S * j
+                 for j in range(int(window_s // SYNC_EVERY_S) + 2)]
         syncs = [t for t in syncs if start <= t <= now]
-        sync_series = tuple((t, 2.1 + 0.9 * math.sin(t / 170) ** 2 + (3.5 if int(t / SYNC_EVERY_S) % 7 == 0 else 0)) for t in syncs)
+        sync_series = tuple((t, 2.1 + 0.9 * math.sin(t / 170) ** 2 + (3.5 if int(t / SYNC_EVERY_S) % 7 == 0 else 0))
+                            for t in syncs)
         latencies = sorted(v for _, v in sync_series)
 
         evals = []
@@ -176,11 +178,13 @@ class FakeFeed:
         if self.baseline_at is not None:
             base = max((e for e in evals if e.timestamp <= self.baseline_at), key=lambda e: e.timestamp)
         last = evals[-1]
-        ipd = None if last.spend_dollars <= base.spend_dollars else (last.score - base.score) / (last.spend_dollars - base.spend_dollars) * 1000
+        ipd = (None if last.spend_dollars <= base.spend_dollars
+               else (last.score - base.score) / (last.spend_dollars - base.spend_dollars) * 1000)
         recent = evals[-5:]
         marginal = None
         if len(recent) >= 2:
-            marginal = (recent[-1].score - recent[0].score) / (recent[-1].spend_dollars - recent[0].spend_dollars) * 1000
+            marginal = ((recent[-1].score - recent[0].score)
+                        / (recent[-1].spend_dollars - recent[0].spend_dollars) * 1000)
 
         last_step = now - (age % STEP_S)
         stalenesses = [w.staleness for w in workers if w.staleness is not None]

@@ -21,7 +21,7 @@ _CELL = 12.2  # Textual's SVG cell width: 0.61 x its 20px font
 def screen_lines(app: App) -> list[str]:
     """The screen as lines of text; cells with only a background (no <text>) are spaces."""
     rows: dict[float, list[str]] = {}
-    for x, y, length, body in _TEXT.findall(app.export_screenshot()):
+    for x, y, _length, body in _TEXT.findall(app.export_screenshot()):
         text = html.unescape(body).replace("\xa0", " ")
         line = rows.setdefault(float(y), [])
         col = round(float(x) / _CELL)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from typing import Any, cast
 
 from textual import events
+from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -32,7 +35,7 @@ def make_app(**feed_options) -> tuple[PtmonApp, FakeFeed, FakeClock]:
 
 async def settle(pilot: Pilot) -> None:
     """Wait for the first dashboard and for the footer to list the keys."""
-    app = pilot.app
+    app = cast(PtmonApp, pilot.app)
     for _ in range(500):
         if app.polls and app.query_one("Footer").children:
             break
@@ -41,7 +44,7 @@ async def settle(pilot: Pilot) -> None:
 
 
 async def poll(pilot: Pilot) -> None:
-    await pilot.app.poll_once()
+    await cast(PtmonApp, pilot.app).poll_once()
     await pilot.pause()
 
 
@@ -98,7 +101,7 @@ async def test_help_screen_lists_every_key_in_the_footer() -> None:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         help_text = screen_text(app)
-        shown = [b for b in app.BINDINGS if b.show]
+        shown = [b for b in cast("list[Binding]", app.BINDINGS) if b.show]
         assert len(shown) == 13
         footer = screen_lines(app)[-1]
         for binding in shown:
@@ -306,7 +309,7 @@ async def test_a_new_critical_alert_raises_one_error_notification() -> None:
     notes: list[tuple[str, str]] = []
 
     class Recording(PtmonApp):
-        def notify(self, message: str, *, severity: str = "information", **kw) -> None:
+        def notify(self, message: str, *, severity: SeverityLevel = "information", **kw) -> None:
             notes.append((severity, message))
             super().notify(message, severity=severity, **kw)
 
@@ -479,7 +482,7 @@ async def test_live_exporters_over_http_fill_the_screen_while_a_dead_and_a_hangi
     from ptmon.monitor.config import load_settings
     from ptmon.monitor.live import LiveFeed
 
-    ident = dict(run="e2e-[b]run[/b]", model="tiny", algorithm="grpo", gpus=1, gpu_hour_price=2.0)
+    ident: dict[str, Any] = dict(run="e2e-[b]run[/b]", model="tiny", algorithm="grpo", gpus=1, gpu_hour_price=2.0)
     trainer, rollout = TrainerExporter(**ident), RolloutExporter(**ident)
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot
@@ -66,7 +67,7 @@ def fleet() -> Iterator[Fleet]:
     """A trainer stepping every 0.1 s and syncing weights every 0.7 s, two rollout workers following
     ``RATE_PER_WORKER * elapsed`` (set from the wall clock, so a loaded machine never lets them lag)
     and adopting each new policy version right after its sync."""
-    ident = dict(run="prom-run-1", model="qwen-7b", algorithm="grpo")
+    ident: dict[str, Any] = dict(run="prom-run-1", model="qwen-7b", algorithm="grpo")
     trainer = TrainerExporter(gpus=8, gpu_hour_price=3.0, **ident)
     workers = [RolloutExporter(gpus=4, gpu_hour_price=2.0, **ident) for _ in range(2)]
     trainer.publish_policy(0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -529,8 +530,8 @@ def test_spend_survives_a_cost_counter_reset() -> None:
 from dataclasses import fields  # noqa: E402
 
 from hypothesis import given  # noqa: E402
-from hypothesis import settings as hsettings
-from hypothesis import strategies as st
+from hypothesis import settings as hsettings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from ptmon.monitor.alerts import evaluate  # noqa: E402
 
@@ -650,9 +651,9 @@ def test_mean_reward_from_the_signed_counters_across_a_worker_restart(spelling: 
     # negative 0 .. 0, then 1 .. 15 (a rise, no restart needed) -> 15; count 44 - 16 = 28, drop to 2
     # (+ 2), 30 - 2 = 28 -> 58. Mean (21.5 - 15) / 58: the true mean of the 58 rewards observed,
     # 14 x 1.0 + 15 x (0.5 - 1.0) = 6.5. (The bucket estimate would read 0.95/-0.25 and 0.45/-1.0.)
-    names = ({} if spelling == "_total" else
-             dict(positive=schema.ROLLOUT_REWARD_POSITIVE.name.removesuffix("_total"),
-                  negative=schema.ROLLOUT_REWARD_NEGATIVE.name.removesuffix("_total")))
+    names: dict[str, Any] = ({} if spelling == "_total" else
+                             dict(positive=schema.ROLLOUT_REWARD_POSITIVE.name.removesuffix("_total"),
+                                  negative=schema.ROLLOUT_REWARD_NEGATIVE.name.removesuffix("_total")))
 
     def before(t: float) -> list[Sample]:
         k = (t - T0) / DT + 7

@@ -230,7 +230,8 @@ def test_a_password_is_never_echoed_in_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(config_path=path)
     # the temporary path may hold any digits (pytest-142): look only after it
-    assert "4815162342" not in str(info.value).replace(str(path), "") and "targets[0].basic_auth.password: expected a string" in str(info.value)
+    assert "4815162342" not in str(info.value).replace(str(path), "") and (
+        "targets[0].basic_auth.password: expected a string" in str(info.value))
 
 
 def test_timeout_against_interval_is_checked_after_the_flags_apply(tmp_path: Path) -> None:

@@ -237,6 +237,7 @@ def test_median_and_mean() -> None:
 import threading  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
+from typing import Any  # noqa: E402
 
 from ptmon.exporters import schema  # noqa: E402
 from ptmon.exporters.rollout import RolloutExporter  # noqa: E402
@@ -274,7 +275,7 @@ def _instant(prom, promql: str, at: float) -> list[tuple[dict[str, str], float]]
 
 @pytest.mark.prometheus
 def test_rate_and_histogram_quantile_agree_with_promql(prometheus_server) -> None:
-    ident = dict(run="promql", model="m", algorithm="grpo", gpus=1, gpu_hour_price=1.0)
+    ident: dict[str, Any] = dict(run="promql", model="m", algorithm="grpo", gpus=1, gpu_hour_price=1.0)
     clock = OffsetClock()
     trainer = TrainerExporter(**ident, clock=clock)
     workers = {"w": RolloutExporter(**ident)}
@@ -353,9 +354,9 @@ def test_rate_and_histogram_quantile_agree_with_promql(prometheus_server) -> Non
         store = Store()
         per_target: dict[str, dict[float, list[Sample]]] = defaultdict(lambda: defaultdict(list))
         for m, pts in _matrix(prom, selector, at, 2 * RANGE_S):
-            labels = {k: v for k, v in m.items() if k not in ("__name__", "instance", "job")}
+            kept = {k: v for k, v in m.items() if k not in ("__name__", "instance", "job")}
             for t, v in pts:
-                per_target[m["instance"]][t].append(Sample(m["__name__"], labels, v))
+                per_target[m["instance"]][t].append(Sample(m["__name__"], kept, v))
         for target, by_t in per_target.items():
             for t in sorted(by_t):
                 store.ingest(target, t, by_t[t])

@@ -34,7 +34,8 @@ def test_fmt_num(value, text) -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(0.0042, "4ms"), (2.791, "2.79s"), (45.2, "45.2s"), (192, "3m12s"), (7500, "2h05m"), (3 * 86400 + 4 * 3600, "3d04h")],
+    [(0.0042, "4ms"), (2.791, "2.79s"), (45.2, "45.2s"), (192, "3m12s"), (7500, "2h05m"),
+     (3 * 86400 + 4 * 3600, "3d04h")],
 )
 def test_fmt_seconds(value, text) -> None:
     assert fmt_seconds(value) == text

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -230,7 +231,7 @@ async def test_uptime_counts_from_the_real_trainers_start_over_http() -> None:
     # prometheus_client stamps _created with the wall clock. This monitor's clock runs 1000 s ahead: as
     # if it joined, at its first scrape, a run whose trainer started 1000 s earlier. The worker was
     # created first, yet the run's start is the trainer's.
-    ident = dict(run="r", model="m", algorithm="grpo")
+    ident: dict[str, Any] = dict(run="r", model="m", algorithm="grpo")
     worker = RolloutExporter(**ident, gpus=1, gpu_hour_price=1.0)
     worker.record_rollout(env="math", tokens=10, reward=1.0)
     trainer = TrainerExporter(**ident, gpus=8, gpu_hour_price=3.0)

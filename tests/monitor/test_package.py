@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 import subprocess
 import sys
+
+import pytest
 
 import ptmon.monitor as monitor
 

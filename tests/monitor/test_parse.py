@@ -434,7 +434,7 @@ def test_promtool_and_ptmon_agree_on_rejected_lines(promtool_bin: str, line: str
 # Hypothesis: generated expositions against the oracle, and warm against cold.
 
 _LABEL_NAME = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,8}", fullmatch=True).filter(lambda s: not s.startswith("__"))
-_LABEL_VALUE = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+_LABEL_VALUE = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 _FLOAT_TEXT = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.floats(allow_nan=False, allow_infinity=False).map(lambda x: f"{x:.6e}"),

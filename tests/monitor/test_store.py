@@ -203,7 +203,8 @@ def test_spans_columns_and_drops_equal_a_scan_of_the_points(capacity, values, qu
                 assert s.span(start, end) == reference_span(inside)
                 times, vals = s.columns(start, end)
                 assert list(zip(times, vals, strict=False)) == inside
-                assert s.drop_times(start, end) == [a[0] for a, b in zip(inside, inside[1:], strict=False) if a[1] > b[1]]
+                assert s.drop_times(start, end) == [a[0] for a, b in zip(inside, inside[1:], strict=False)
+                                                    if a[1] > b[1]]
                 assert s.points(float(lo), float(lo + width)) == [p for p in kept if lo <= p[0] <= lo + width]
             assert s.span() == reference_span(kept)
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, fields, replace
 from itertools import compress, islice
 from operator import add, gt, itemgetter, sub
 from types import MappingProxyType
+from typing import Any
 
 from ptmon.exporters import schema
 from ptmon.exporters.schema import MetricSpec
@@ -321,12 +322,12 @@ def _mean_parts(store: Store, target: str, spec: MetricSpec, w: _Window) -> tupl
         total += s
         count += c
     groups: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
-    for s in store.series(target, spec.bucket):
-        key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
-        le = parse_le(s.labels.get("le", ""))
+    for bs in store.series(target, spec.bucket):
+        key = tuple(sorted((k, v) for k, v in bs.labels.items() if k != "le"))
+        le = parse_le(bs.labels.get("le", ""))
         if key in exact or le is None:
             continue
-        inc = w.raw_increase(s)
+        inc = w.raw_increase(bs)
         if inc is not None:
             groups.setdefault(key, []).append((le, inc))
     for buckets in groups.values():
@@ -387,7 +388,7 @@ def _rate_slots(per_target: Iterable[list[Series]], w: _Window, step: float) -> 
         slot_inc = [0.0] * n
         slot_dt = [0.0] * n
         layout: tuple[int, float, float] | None = None
-        pick = itemgetter(0)
+        pick: itemgetter[Any] = itemgetter(0)
         for s in series:
             pts = w.pts(s)
             if len(pts) < 2:
@@ -631,9 +632,9 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
             for s in store.series(t.name, spec.name):
                 v = w.last(s)
                 if v is not None:
-                    key = (label_ci(s.labels, "hostname") or t.name,
+                    gpu = (label_ci(s.labels, "hostname") or t.name,
                            label_ci(s.labels, "uuid") or label_ci(s.labels, "gpu") or "")
-                    into[key] = v
+                    into[gpu] = v
 
     # cost
     cost = _cost_series(store, settings, roles)
@@ -647,9 +648,9 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     burn: float | None = None
     for target, _, pts, price in cost:
         win = pts[bisect_right(pts, start, key=_time):bisect_right(pts, end, key=_time)]
-        r = rate(win, start=w.range_start(target), end=end)
-        if r is not None:
-            burn = (burn or 0.0) + r * price  # GPU-seconds per second x $/GPU-hour = $/hour
+        gpu_rate = rate(win, start=w.range_start(target), end=end)
+        if gpu_rate is not None:
+            burn = (burn or 0.0) + gpu_rate * price  # GPU-seconds per second x $/GPU-hour = $/hour
     tokens_now = rollout_tokens if rollout_tokens is not None else engine_tokens_total
     per_million = (burn / (tokens_now * 3600.0) * 1e6 if burn is not None and tokens_now else None)
 
@@ -716,8 +717,9 @@ _NUMBER_FIELDS = tuple(f.name for f in fields(Dashboard) if f.type in ("float | 
 
 def _known_numbers(d: Dashboard) -> Dashboard:
     """NaN or ±Inf from a target (a NaN gauge, an Inf counter) becomes unknown, not a number to show."""
-    bad = {name: None for name in _NUMBER_FIELDS
-           if isinstance(v := getattr(d, name), float) and not math.isfinite(v) and name not in _REQUIRED}
+    bad: dict[str, Any] = {name: None for name in _NUMBER_FIELDS
+                           if isinstance(v := getattr(d, name), float) and not math.isfinite(v)
+                           and name not in _REQUIRED}
     return replace(d, **bad) if bad else d
 
 

@@ -25,7 +25,8 @@ def test_committed_assets_are_what_the_generator_writes_now() -> None:
     on_disk = {p.name: p.read_text(encoding="utf-8") for p in ASSETS_DIR.iterdir() if p.is_file()}
     assert sorted(on_disk) == sorted(rendered)
     for name, text in rendered.items():
-        assert on_disk[name] == text, f"{name} is stale: run `python -m ptmon.monitor.deploy monitor/deploy/assets --force`"
+        assert on_disk[name] == text, (
+            f"{name} is stale: run `python -m ptmon.monitor.deploy monitor/deploy/assets --force`")
 
 
 def test_every_asset_is_package_data() -> None:

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ptmon.monitor.deploy import ASSETS_DIR, _yaml, dashboard, panel_queries
+from ptmon.monitor.deploy import ASSETS_DIR, _yaml, panel_queries
+from ptmon.monitor.deploy import dashboard as _dashboard
 from ptmon.monitor.deploy.files import DASHBOARD_FILE
 from tests.monitor.deploy.helpers import run
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
+
+dashboard: Callable[[], dict[str, Any]] = _dashboard  # JSON the tests index into: Any, not object
 
 
 def test_the_datasource_is_a_template_variable_used_by_every_panel_and_target() -> None:
@@ -42,7 +47,7 @@ def test_a_run_variable_filters_every_query_and_every_legend_names_the_run() -> 
 
 
 def test_panels_do_not_overlap_on_the_grid() -> None:
-    cells = set()
+    cells: set[tuple[int, int]] = set()
     for panel in dashboard()["panels"]:
         g = panel["gridPos"]
         assert g["x"] + g["w"] <= 24
@@ -84,5 +89,6 @@ def test_every_panel_query_parses(tmp_path: Path, promtool_bin: str) -> None:
 @pytest.mark.prometheus
 def test_the_parse_check_would_see_a_bad_query(tmp_path: Path, promtool_bin: str) -> None:
     path = tmp_path / "bad.rules.yml"
-    path.write_text(_yaml.dump({"groups": [{"name": "bad", "rules": [{"record": "a:b:c", "expr": "sum(rate(x[5m])"}]}]}))
+    path.write_text(_yaml.dump({"groups": [{"name": "bad",
+                                            "rules": [{"record": "a:b:c", "expr": "sum(rate(x[5m])"}]}]}))
     assert run(promtool_bin, "check", "rules", str(path)).returncode != 0

@@ -14,8 +14,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import httpx
 import pytest
@@ -66,7 +67,7 @@ def fleet() -> Iterator[Fleet]:
     """A trainer and two rollout workers, served over HTTP, each worker's rollout counter following
     ``RATE_PER_WORKER * elapsed`` (set from the wall clock every 10 ms, so scheduling delays on a
     loaded machine never accumulate: at any instant a counter is within a count or two of the line)."""
-    ident = dict(run="run-7", model="qwen-7b", algorithm="grpo")
+    ident: dict[str, Any] = dict(run="run-7", model="qwen-7b", algorithm="grpo")
     trainer = TrainerExporter(gpus=8, gpu_hour_price=3.0, **ident)
     workers = [RolloutExporter(gpus=4, gpu_hour_price=2.0, **ident) for _ in range(2)]
     trainer.publish_policy(0)
@@ -397,7 +398,7 @@ def test_ptmon_snapshot_refuses_urls_and_prometheus_together() -> None:
 # --- failure paths and bookkeeping (MockTransport) ------------------------------------------------
 
 
-def matrix(*series: tuple[dict[str, str], list[tuple[float, float | str]]]) -> bytes:
+def matrix(*series: tuple[dict[str, str], Sequence[tuple[float, float | str]]]) -> bytes:
     result = [{"metric": m, "values": [[ts, str(v)] for ts, v in vals]} for m, vals in series]
     return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
 

@@ -690,6 +690,8 @@ async def test_real_starlette_style_mount_redirect_on_loopback() -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
+        server: ThreadingHTTPServer  # typeshed says BaseServer
+
         def do_GET(self) -> None:
             if self.path == "/metrics":
                 self.send_response(307)

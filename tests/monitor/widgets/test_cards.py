@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from ptmon.monitor.alerts import RULES
 from ptmon.monitor.dashboard import Alert, Dashboard
 from ptmon.monitor.format import DASH
@@ -40,7 +42,7 @@ def test_an_empty_dashboard_shows_dashes_on_every_card() -> None:
 def test_staleness_is_coloured_against_the_limits() -> None:
     th = Thresholds(staleness_warn=2, staleness_critical=4)
     d = Dashboard(now=0.0, window_s=300.0, interval_s=1.0, staleness_max=5.0, staleness_mean=2.5)
-    rows = dict((label, value) for label, value in card_rows("staleness", d, th))
+    rows: dict[Any, Any] = dict((label, value) for label, value in card_rows("staleness", d, th))  # values: Text
     assert rows["max"].plain == "5 / 2"
     assert "red" in str(rows["max"].spans[0].style)
     assert "yellow" in str(rows["mean"].spans[0].style)

@@ -26,7 +26,8 @@ def test_a_rising_line_climbs_from_bottom_left_to_top_right() -> None:
     rows = plot(data, width=21, height=5).plain.split("\n")[:4]
     plot_rows = [row.split("│", 1)[1] for row in rows]
     first_col = [i for i, row in enumerate(plot_rows) if row[0].strip()]
-    last_col = [i for i, row in enumerate(plot_rows) if row.rstrip() and len(row) >= len(plot_rows[0]) and row[-1].strip()]
+    last_col = [i for i, row in enumerate(plot_rows)
+                if row.rstrip() and len(row) >= len(plot_rows[0]) and row[-1].strip()]
     assert first_col == [3] and last_col == [0]
     assert all(braille(row) for row in plot_rows)  # connected: every row has dots
 

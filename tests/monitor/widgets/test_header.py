@@ -24,7 +24,8 @@ def test_paused_error_and_no_dashboard_yet() -> None:
     text = header_text(HeaderState(_d(), interval_s=2.0, window_s=60.0, paused=True, frozen_s=75.0,
                                    error="boom [x]"), 200).plain
     assert "PAUSED 1m15s" in text and "feed error: boom [x]" in text and "every 2s · window 1m" in text
-    assert "waiting for the first dashboard" in header_text(HeaderState(None, interval_s=1.0, window_s=300.0), 120).plain
+    assert "waiting for the first dashboard" in header_text(HeaderState(None, interval_s=1.0, window_s=300.0),
+                                                            120).plain
 
 
 def test_identity_is_literal() -> None:
