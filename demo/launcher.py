@@ -162,13 +162,15 @@ class Fleet:
         self._own_dir = run_dir is None
         self.run_dir = Path(tempfile.mkdtemp(prefix="ptmon-demo-")) if run_dir is None else run_dir
         self._on_event = on_event or (lambda message: None)
-        # Called with every endpoint once all have reported their ports, and again when a restart moves one.
+        # Called with every endpoint once all have reported their ports, again when a restart moves one,
+        # and with none once stopped (however the run ends), so a file_sd file never outlives the targets.
         self._on_endpoints = on_endpoints or (lambda endpoints: None)
         self._children: list[_Child] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._stop_lock = threading.Lock()
+        self._started_endpoints = False  # on_endpoints was told of targets: tell it of none at the stop
         self.events: list[str] = []
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
@@ -194,6 +196,7 @@ class Fleet:
                 child.port = int(_read_announcement(child.popen, deadline)["port"])
             except FleetError as exc:
                 raise FleetError(f"{child.name}: {exc}{self._log_tail(child.name)}") from None
+        self._started_endpoints = True
         self._on_endpoints(self.endpoints)
         self._supervisor = threading.Thread(target=self._supervise, name="demo-supervisor", daemon=True)
         self._supervisor.start()
@@ -230,6 +233,9 @@ class Fleet:
                 p.wait()
             if p.stdout is not None and not p.stdout.closed:
                 p.stdout.close()
+        if self._started_endpoints:
+            self._started_endpoints = False
+            self._on_endpoints(())
         if self._own_dir:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 

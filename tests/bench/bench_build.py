@@ -1,82 +1,127 @@
-"""build_dashboard cost and store memory: the compact store + spans against the deque store + scans.
+"""build_dashboard cost and store memory, against earlier commits run side by side in this process.
 
-Run: ``/work/venv/bin/python -m tests.bench.bench_build [--workers 56] [--history 900] [--window 300]``
+Run: ``python -m tests.bench.bench_build [--workers 56] [--history 900] [--window 300] [--rev REV ...]``
 
-The TUI builds a Dashboard every second on its event loop. Two stores are
-filled with the same fleet: ``ptmon.monitor.store`` (two float columns a series,
-counter resets indexed) and the baseline kept in ``tests/bench/baseline``
-(the store, derive and build as they were before: a deque of (t, v) tuples a
-series, rates scanning every point of the window). Printed, all measured in
-this process: one build on each and their ratio, one read of every window
-point (the old design's floor), and the bytes a stored point costs in each
-store (tracemalloc, at steady state: every series full and wrapping).
+The TUI builds a Dashboard every second on its event loop. The same fleet is
+stored and built by today's code and by each ``--rev`` (default: the commit
+before the compact store, a deque of (t, v) tuples a series with rates
+scanning every point of the window), extracted whole from git history by
+``tests/bench/history.py``, so the "before" is the code that really ran.
+Printed, all measured in this process: one build on each, interleaved, and its
+ratio to today's, one read of every window point (the floor of any design),
+and the bytes a stored point costs (tracemalloc, every series full and
+wrapping). Every version must give the same Dashboard numbers (fields it
+shares with today's), or the run stops.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
+import importlib
 import time
 import tracemalloc
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
-from ptmon.exporters import schema
-from ptmon.monitor.build import EvalLog, build_dashboard, observe_evals
-from ptmon.monitor.derive import in_window
-from ptmon.monitor.parse import Sample
-from ptmon.monitor.settings import Settings
-from ptmon.monitor.store import Store
-from tests.bench.baseline import build as old_build
-from tests.bench.baseline import store as old_store
+from tests.bench.history import at_revision
 
-__all__ = ["fill_fleet", "bytes_per_point", "main"]
+__all__ = ["Code", "current", "at", "fill_fleet", "bytes_per_point", "main"]
 
 ENVS = ("math", "code", "search", "chat")
+# The store and build before compact arrays and spans (10ce9c2 made each series two array('d') columns;
+# its parent stored a deque of (t, v) tuples): the "previous store/build" of the README's Performance table.
+PRE_SPAN = "10ce9c2^"
+_EVAL_MODULES = ("monitor.build", "monitor.evallog", "monitor.eval_log", "monitor.evals", "monitor.history")
 
 
-def _trainer(t: float) -> list[Sample]:
+@dataclass(frozen=True)
+class Code:
+    """One version of ptmon's data layer: what a fleet is stored with and a Dashboard built by."""
+
+    label: str
+    schema: Any
+    Sample: Any
+    Store: Any
+    Settings: Any
+    in_window: Callable[..., Any]
+    EvalLog: Any
+    observe_evals: Callable[..., Any]
+    build_dashboard: Callable[..., Any]
+
+
+def _code(label: str, module: Callable[[str], ModuleType]) -> Code:
+    def find(name: str) -> Any:
+        for candidate in _EVAL_MODULES:
+            try:
+                found = getattr(module(candidate), name, None)
+            except ImportError:
+                continue
+            if found is not None:
+                return found
+        raise SystemExit(f"{label}: no {name} in any of {_EVAL_MODULES}")
+
+    return Code(label, module("exporters.schema"), module("monitor.parse").Sample, module("monitor.store").Store,
+                module("monitor.settings").Settings, module("monitor.derive").in_window, find("EvalLog"),
+                find("observe_evals"), find("build_dashboard"))
+
+
+def current() -> Code:
+    """The code in this working tree (what ``pip install -e .`` imports)."""
+    return _code("now", lambda name: importlib.import_module(f"ptmon.{name}"))
+
+
+def at(rev: str) -> Code:
+    """The code of an earlier commit, whole (tests/bench/history.py), importable beside today's."""
+    revision = at_revision(rev)
+    return _code(f"{rev} ({revision.sha[:9]})", revision.module)
+
+
+def _trainer(c: Code, t: float) -> list[Any]:
+    schema, S = c.schema, c.Sample
     steps = t / 4
-    out = [Sample(schema.TRAINER_STEPS.name, {}, steps), Sample(schema.POLICY_VERSION.name, {}, t // 60),
-           Sample(schema.TRAINER_LAST_STEP_TIMESTAMP.name, {}, t),
-           Sample(schema.GPU_SECONDS.name, {"role": "trainer"}, 64 * t),
-           Sample(schema.GPU_HOUR_PRICE.name, {"role": "trainer"}, 3.0)]
+    out = [S(schema.TRAINER_STEPS.name, {}, steps), S(schema.POLICY_VERSION.name, {}, t // 60),
+           S(schema.TRAINER_LAST_STEP_TIMESTAMP.name, {}, t),
+           S(schema.GPU_SECONDS.name, {"role": "trainer"}, 64 * t),
+           S(schema.GPU_HOUR_PRICE.name, {"role": "trainer"}, 3.0)]
     syncs = t // 60
     for le in (*schema.WEIGHT_SYNC_SECONDS_BUCKETS, float("inf")):
-        out.append(Sample(schema.WEIGHT_SYNC_SECONDS.bucket, {"le": "+Inf" if le == float("inf") else str(le)},
-                          syncs if le >= 2.0 else 0))
-    out += [Sample(schema.WEIGHT_SYNC_SECONDS.count, {}, syncs),
-            Sample(schema.WEIGHT_SYNC_SECONDS.sum, {}, 1.5 * syncs)]
+        out.append(S(schema.WEIGHT_SYNC_SECONDS.bucket, {"le": "+Inf" if le == float("inf") else str(le)},
+                     syncs if le >= 2.0 else 0))
+    out += [S(schema.WEIGHT_SYNC_SECONDS.count, {}, syncs), S(schema.WEIGHT_SYNC_SECONDS.sum, {}, 1.5 * syncs)]
     return out
 
 
-def _worker(i: int) -> Callable[[float], list[Sample]]:
-    def gen(t: float) -> list[Sample]:
-        out = [Sample(schema.ROLLOUT_POLICY_VERSION.name, {}, t // 60 - i % 3),
-               Sample(schema.GPU_SECONDS.name, {"role": "rollout"}, 8 * t),
-               Sample(schema.GPU_HOUR_PRICE.name, {"role": "rollout"}, 3.0)]
+def _worker(c: Code, i: int) -> Callable[[float], list[Any]]:
+    schema, S = c.schema, c.Sample
+
+    def gen(t: float) -> list[Any]:
+        out = [S(schema.ROLLOUT_POLICY_VERSION.name, {}, t // 60 - i % 3),
+               S(schema.GPU_SECONDS.name, {"role": "rollout"}, 8 * t),
+               S(schema.GPU_HOUR_PRICE.name, {"role": "rollout"}, 3.0)]
         for env in ENVS:
-            out.append(Sample(schema.ROLLOUT_TOKENS.name, {"env": env}, 900 * t))
+            out.append(S(schema.ROLLOUT_TOKENS.name, {"env": env}, 900 * t))
             for outcome in schema.ROLLOUT_OUTCOMES:
-                out.append(Sample(schema.ROLLOUTS.name, {"env": env, "outcome": outcome}, (i % 5 + 1) * t))
+                out.append(S(schema.ROLLOUTS.name, {"env": env, "outcome": outcome}, (i % 5 + 1) * t))
         return out
     return gen
 
 
-def _eval(t: float) -> list[Sample]:
+def _eval(c: Code, t: float) -> list[Any]:
     score = 0.3 + 0.01 * (t // 300)
-    return [Sample(schema.EVAL_SCORE.name, {"benchmark": "gsm8k"}, score),
-            Sample(schema.EVAL_POLICY_VERSION.name, {"benchmark": "gsm8k"}, t // 300)]
+    return [c.Sample(c.schema.EVAL_SCORE.name, {"benchmark": "gsm8k"}, score),
+            c.Sample(c.schema.EVAL_POLICY_VERSION.name, {"benchmark": "gsm8k"}, t // 300)]
 
 
-_S = TypeVar("_S", Store, old_store.Store)  # the default first: what a call without store_type gives
-
-
-def fill_fleet(*, workers: int, history: int,
-               store_type: Callable[..., _S] = Store,  # type: ignore[assignment]  # python/mypy#3737
-               capacity: int | None = None) -> _S:
-    gens = {"trainer": _trainer, "eval": _eval, **{f"w{i:02d}": _worker(i) for i in range(workers)}}
-    store = store_type(capacity=max(capacity or history, 2))
+def fill_fleet(*, workers: int, history: int, code: Code | None = None, capacity: int | None = None) -> Any:
+    c = code or current()
+    gens: dict[str, Callable[[float], list[Any]]] = {"trainer": lambda t: _trainer(c, t),
+                                                     "eval": lambda t: _eval(c, t)}
+    gens.update({f"w{i:02d}": _worker(c, i) for i in range(workers)})
+    store = c.Store(capacity=max(capacity or history, 2))
     for k in range(history):
         t = 1_000_000.0 + k
         for name, gen in gens.items():
@@ -84,13 +129,19 @@ def fill_fleet(*, workers: int, history: int,
     return store
 
 
-def _floor(store: Store, start: float, end: float) -> float:
+def same_numbers(a: Any, b: Any) -> list[str]:
+    """Fields both Dashboards have whose values differ (a field only one version has is not compared)."""
+    da, db = dataclasses.asdict(a), dataclasses.asdict(b)
+    return [f"{k}: {da[k]!r} != {db[k]!r}" for k in sorted(da.keys() & db.keys()) if da[k] != db[k]]
+
+
+def _floor(c: Code, store: Any, start: float, end: float) -> float:
     """Read every point of the window once: the least any window-wide number can cost."""
     total = 0.0
     for target in store.targets():
         for name in list(store.names(target)):
             for s in store.series(target, name):
-                for _, v in in_window(s, start, end):
+                for _, v in c.in_window(s, start, end):
                     total += v
     return total
 
@@ -105,19 +156,32 @@ def _best(fn: Callable[[], object], seconds: float) -> float:
     return best
 
 
-def bytes_per_point(store_type: Callable[..., _S], *, workers: int = 8, capacity: int = 600) -> float:
+def bytes_per_point(code: Code, *, workers: int = 8, capacity: int = 600) -> float:
     """Traced bytes per stored point once every series is full and has wrapped (front cuts included)."""
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        store = fill_fleet(workers=workers, history=capacity + capacity // 4, store_type=store_type,
-                           capacity=capacity)
+        store = fill_fleet(workers=workers, history=capacity + capacity // 4, code=code, capacity=capacity)
         used = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
     points = sum(len(s) for t in store.targets() for n in list(store.names(t)) for s in store.series(t, n))
     return used / points
+
+
+def _side(c: Code, *, workers: int, history: int, window: float, seconds: float) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    store = fill_fleet(workers=workers, history=history, code=c)
+    fill = time.perf_counter() - t0
+    now = 1_000_000.0 + history - 1
+    settings = c.Settings()
+    log = c.observe_evals(store, settings, previous=c.EvalLog())
+
+    def build() -> Any:
+        return c.build_dashboard(store, (), settings, now=now, window_s=window, evals=log)
+
+    return {"code": c, "store": store, "now": now, "fill": fill, "dashboard": build(), "build": build}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -126,40 +190,36 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--history", type=int, default=900, help="stored points per series (1 s apart)")
     p.add_argument("--window", type=float, default=300.0)
     p.add_argument("--seconds", type=float, default=1.5, help="time spent measuring each side")
+    p.add_argument("--rev", action="append", metavar="REV",
+                   help=f"earlier commit(s) to run side by side (default {PRE_SPAN}, the pre-span store; "
+                        "e.g. --rev HEAD to compare uncommitted changes with the last commit)")
     args = p.parse_args(argv)
-    t0 = time.perf_counter()
-    baseline = fill_fleet(workers=args.workers, history=args.history, store_type=old_store.Store)
-    t1 = time.perf_counter()
-    store = fill_fleet(workers=args.workers, history=args.history)
-    t2 = time.perf_counter()
-    now = 1_000_000.0 + args.history - 1
-    settings = Settings()
-    log = observe_evals(store, settings, previous=EvalLog())
-    old_log = old_build.observe_evals(baseline, settings, previous=old_build.EvalLog())
-    points = sum(len(in_window(s, now - args.window, now)) for t in store.targets() for n in list(store.names(t))
-                 for s in store.series(t, n))
-    new = build_dashboard(store, (), settings, now=now, window_s=args.window, evals=log)
-    old = old_build.build_dashboard(baseline, (), settings, now=now, window_s=args.window, evals=old_log)
-    if new != old:  # the benchmark compares two implementations of the same numbers
-        raise SystemExit(f"the dashboards differ:\n{new}\n{old}")
+    sides = [_side(c, workers=args.workers, history=args.history, window=args.window, seconds=args.seconds)
+             for c in [at(rev) for rev in (args.rev or [PRE_SPAN])] + [current()]]
+    now_side = sides[-1]
+    for side in sides[:-1]:
+        differ = same_numbers(side["dashboard"], now_side["dashboard"])
+        if differ:  # the benchmark compares implementations of the same numbers
+            raise SystemExit(f"{side['code'].label} and now differ:\n" + "\n".join(differ))
+    c, store, now = now_side["code"], now_side["store"], now_side["now"]
+    points = sum(len(c.in_window(s, now - args.window, now)) for t in store.targets()
+                 for n in list(store.names(t)) for s in store.series(t, n))
     gc.collect()
-    floor = _best(lambda: _floor(store, now - args.window, now), args.seconds)
-    before = _best(lambda: old_build.build_dashboard(baseline, (), settings, now=now, window_s=args.window,
-                                                     evals=old_log), args.seconds)
-    after = _best(lambda: build_dashboard(store, (), settings, now=now, window_s=args.window, evals=log),
-                  args.seconds)
-    old_bytes = bytes_per_point(old_store.Store)
-    new_bytes = bytes_per_point(Store)
+    floor = _best(lambda: _floor(c, store, now - args.window, now), args.seconds)
+    for _ in range(2):  # interleaved, twice: the better of two turns each
+        for side in sides:
+            side["best"] = min(side.get("best", float("inf")), _best(side["build"], args.seconds / 2))
     print(f"fleet: {args.workers + 2} targets, {args.history} points per series, window {args.window:g} s, "
-          f"{points:,} points in the window (same Dashboard from both)")
-    print(f"read every window point once:         {floor * 1e3:9.2f} ms")
-    print(f"build_dashboard before (deque, scan): {before * 1e3:9.2f} ms  ({before / floor:5.2f}x one read)")
-    print(f"build_dashboard after (arrays, span): {after * 1e3:9.2f} ms  ({after / floor:5.2f}x one read)")
-    print(f"speed-up:                             {before / after:9.1f}x")
-    print(f"filling the store (samples made + ingested): before {t1 - t0:6.2f} s, after {t2 - t1:6.2f} s "
-          f"({(t2 - t1) / (t1 - t0):.2f}x; one pass each, same samples)")
-    print(f"memory per stored point: before {old_bytes:6.1f} B, after {new_bytes:5.1f} B "
-          f"({old_bytes / new_bytes:.1f}x less; tracemalloc, 10 targets, every series wrapped)")
+          f"{points:,} points in the window (same Dashboard numbers from every version)")
+    print(f"read every window point once: {floor * 1e3:9.2f} ms")
+    after = now_side["best"]
+    for side in sides:
+        label, best = side["code"].label, side["best"]
+        print(f"build_dashboard {label:>24}: {best * 1e3:9.2f} ms  ({best / floor:5.2f}x one read, "
+              f"{best / after:5.2f}x now's time)  fill {side['fill']:5.2f} s")
+    for side in sides:
+        print(f"memory per stored point {side['code'].label:>24}: {bytes_per_point(side['code']):6.1f} B "
+              "(tracemalloc, 10 targets, every series wrapped)")
 
 
 if __name__ == "__main__":
