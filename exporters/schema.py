@@ -24,6 +24,21 @@ __all__ = [
     "ROLE_ENGINE",
     "ROLE_GPU",
     "ROLLOUT_OUTCOMES",
+    "OUTCOME_ERROR",
+    "LABEL_RUN",
+    "LABEL_MODEL",
+    "LABEL_ALGORITHM",
+    "LABEL_ROLE",
+    "LABEL_ENV",
+    "LABEL_OUTCOME",
+    "LABEL_BENCHMARK",
+    "LABEL_CALL",
+    "LABEL_LE",
+    "LABEL_JOB",
+    "LABEL_INSTANCE",
+    "LABEL_HOSTNAME",
+    "LABEL_UUID",
+    "LABEL_GPU",
     "DEFAULT_GPU_HOUR_PRICE",
     "STEP_SECONDS_BUCKETS",
     "WEIGHT_SYNC_SECONDS_BUCKETS",
@@ -88,7 +103,25 @@ ROLE_ENGINE: Final = "engine"
 ROLE_GPU: Final = "gpu"
 ROLES: Final = (ROLE_TRAINER, ROLE_ROLLOUT, ROLE_EVAL, ROLE_ENGINE, ROLE_GPU)
 
-ROLLOUT_OUTCOMES: Final = ("ok", "error", "truncated", "dropped_stale")
+OUTCOME_ERROR: Final = "error"
+ROLLOUT_OUTCOMES: Final = ("ok", OUTCOME_ERROR, "truncated", "dropped_stale")
+
+# Label names: the contract's own, then the ones the monitor reads off other series.
+LABEL_RUN: Final = "run"  # posttrain_run_info: run identity
+LABEL_MODEL: Final = "model"
+LABEL_ALGORITHM: Final = "algorithm"
+LABEL_ROLE: Final = "role"  # run info, GPUs, GPU-seconds and price: which part of the loop
+LABEL_ENV: Final = "env"
+LABEL_OUTCOME: Final = "outcome"  # one of ROLLOUT_OUTCOMES
+LABEL_BENCHMARK: Final = "benchmark"
+LABEL_CALL: Final = "call"  # posttrain_exporter_errors_total: the recording call that dropped a value
+LABEL_LE: Final = "le"  # a histogram bucket's upper bound
+LABEL_JOB: Final = "job"  # with instance, how Prometheus names a scrape target
+LABEL_INSTANCE: Final = "instance"
+# dcgm-exporter's GPU identity (matched case-insensitively: older versions say Hostname, UUID).
+LABEL_HOSTNAME: Final = "hostname"
+LABEL_UUID: Final = "uuid"
+LABEL_GPU: Final = "gpu"
 
 # $/GPU-hour defaults (H100 on-demand at a neocloud, 2026); always configurable.
 DEFAULT_GPU_HOUR_PRICE: Final = 3.00
@@ -149,7 +182,7 @@ def counter_aliases(name: str) -> tuple[str, ...]:
 
 
 RUN_INFO = MetricSpec("posttrain_run_info", "info", "Run identity: run, model, algorithm and role of this process.",
-                      labels=("run", "model", "algorithm", "role"))
+                      labels=(LABEL_RUN, LABEL_MODEL, LABEL_ALGORITHM, LABEL_ROLE))
 
 TRAINER_STEPS = MetricSpec("posttrain_trainer_steps_total", "counter", "Optimizer steps completed.")
 TRAINER_STEP_SECONDS = MetricSpec("posttrain_trainer_step_seconds", "histogram",
@@ -177,42 +210,42 @@ TRAINER_SCALARS: Final = {"loss": LOSS, "kl": KL, "entropy": ENTROPY, "grad_norm
                           "learning_rate": LEARNING_RATE}
 
 ROLLOUTS = MetricSpec("posttrain_rollouts_total", "counter", "Rollouts finished, by environment and outcome.",
-                      labels=("env", "outcome"))
+                      labels=(LABEL_ENV, LABEL_OUTCOME))
 ROLLOUT_TOKENS = MetricSpec("posttrain_rollout_tokens_total", "counter", "Tokens generated in rollouts.",
-                            labels=("env",))
+                            labels=(LABEL_ENV,))
 ROLLOUT_SECONDS = MetricSpec("posttrain_rollout_seconds", "histogram", "Wall time of one rollout.",
-                             unit="seconds", labels=("env",), buckets=ROLLOUT_SECONDS_BUCKETS)
+                             unit="seconds", labels=(LABEL_ENV,), buckets=ROLLOUT_SECONDS_BUCKETS)
 ROLLOUT_REWARD = MetricSpec("posttrain_rollout_reward", "histogram", "Reward of one rollout.",
-                            labels=("env",), buckets=DEFAULT_REWARD_BUCKETS)
+                            labels=(LABEL_ENV,), buckets=DEFAULT_REWARD_BUCKETS)
 # The reward histogram's default buckets start below zero, so prometheus_client (following OpenMetrics:
 # a sum that can fall is not a counter) exposes no ``_sum`` for it. These two monotonic counters carry the
 # sum instead, split by sign as the Prometheus docs advise for negative observations: mean reward over a
 # window = (increase(positive) - increase(negative)) / increase(posttrain_rollout_reward_count), and
 # rate()/increase() and counter-reset handling work on each.
 ROLLOUT_REWARD_POSITIVE = MetricSpec("posttrain_rollout_reward_positive_total", "counter",
-                                     "Sum of the positive rewards of rollouts.", labels=("env",))
+                                     "Sum of the positive rewards of rollouts.", labels=(LABEL_ENV,))
 ROLLOUT_REWARD_NEGATIVE = MetricSpec("posttrain_rollout_reward_negative_total", "counter",
-                                     "Sum of the magnitudes of the negative rewards.", labels=("env",))
+                                     "Sum of the magnitudes of the negative rewards.", labels=(LABEL_ENV,))
 ROLLOUT_POLICY_VERSION = MetricSpec("posttrain_rollout_policy_version", "gauge",
                                     "Policy version this rollout worker samples with.")
 
 EVAL_SCORE = MetricSpec("posttrain_eval_score", "gauge", "Latest eval score (in [0, 1] or points).",
-                        labels=("benchmark",))
+                        labels=(LABEL_BENCHMARK,))
 EVAL_POLICY_VERSION = MetricSpec("posttrain_eval_policy_version", "gauge",
-                                 "Policy version the latest eval score was measured on.", labels=("benchmark",))
+                                 "Policy version the latest eval score was measured on.", labels=(LABEL_BENCHMARK,))
 EVAL_SAMPLES = MetricSpec("posttrain_eval_samples", "gauge", "Samples behind the latest eval score (for error bars).",
-                          labels=("benchmark",))
+                          labels=(LABEL_BENCHMARK,))
 
-GPUS = MetricSpec("posttrain_gpus", "gauge", "GPUs held by this process, by role.", labels=("role",))
+GPUS = MetricSpec("posttrain_gpus", "gauge", "GPUs held by this process, by role.", labels=(LABEL_ROLE,))
 GPU_SECONDS = MetricSpec("posttrain_gpu_seconds_total", "counter",
                          "GPU-seconds accumulated (GPUs x wall seconds), exact at scrape time.",
-                         unit="seconds", labels=("role",))
+                         unit="seconds", labels=(LABEL_ROLE,))
 GPU_HOUR_PRICE = MetricSpec("posttrain_gpu_hour_price_dollars", "gauge", "Configured price of one GPU-hour.",
-                            unit="dollars", labels=("role",))
+                            unit="dollars", labels=(LABEL_ROLE,))
 
 EXPORTER_ERRORS = MetricSpec("posttrain_exporter_errors_total", "counter",
                              "Recording calls whose values were dropped (bad value or internal error).",
-                             labels=("call",))
+                             labels=(LABEL_CALL,))
 
 CONTRACT: Final[tuple[MetricSpec, ...]] = (
     RUN_INFO, TRAINER_STEPS, TRAINER_STEP_SECONDS, TRAINER_TOKENS, TRAINER_LAST_STEP_TIMESTAMP,

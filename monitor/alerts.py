@@ -12,24 +12,28 @@ inclusive.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 from ptmon.exporters import schema
-from ptmon.monitor.build import RECENT_RATE_S
 from ptmon.monitor.dashboard import Alert, Dashboard, Level
-from ptmon.monitor.settings import Thresholds
+from ptmon.monitor.settings import RECENT_RATE_S, Thresholds
 
-__all__ = ["evaluate", "RULES", "recent_rollout_rate", "stall_limit_s"]
+__all__ = ["evaluate", "RULES", "RULE_CARDS", "recent_rollout_rate", "stall_limit_s"]
 
-RULES = (
-    "target_down",
-    "trainer_stalled",
-    "weight_sync_slow",
-    "staleness",
-    "rollout_rate_drop",
-    "marginal_ipd",
-    "eval_regression",
-)
+# Every rule, with the headline card it colours (the ids of ptmon.monitor.widgets.cards.CARDS): a rule says
+# where it belongs, the screen does not guess. None: no card (target_down: the header's count and the
+# targets table show it).
+RULE_CARDS: Mapping[str, str | None] = MappingProxyType({
+    "target_down": None,
+    "trainer_stalled": "trainer",
+    "weight_sync_slow": "sync",
+    "staleness": "staleness",
+    "rollout_rate_drop": "rollout",
+    "marginal_ipd": "ipd",
+    "eval_regression": "ipd",
+})
+RULES = tuple(RULE_CARDS)
 
 
 def stall_limit_s(d: Dashboard, th: Thresholds) -> float:

@@ -49,47 +49,31 @@ from ptmon.monitor.derive import (
     span_rate,
     span_raw_increase,
 )
+from ptmon.monitor.exposed import (
+    ENGINE_KV,
+    ENGINE_RUNNING,
+    ENGINE_TOKENS,
+    ENGINE_WAITING,
+    GPU_SECONDS,
+    ROLLOUT_TOKENS,
+    ROLLOUTS,
+    SYNC_BYTES,
+    SYNC_FAILURES,
+    TRAINER_STEPS,
+    TRAINER_TOKENS,
+)
+from ptmon.monitor.exposed import exposed_names as _names
 from ptmon.monitor.roles import detect_role, label_ci, run_info_names
-from ptmon.monitor.settings import Settings
+from ptmon.monitor.settings import MEDIAN_WINDOW_S, Settings, chart_step_s, median_slot_s
 from ptmon.monitor.store import Series, Span, Store
 
-__all__ = ["Baseline", "EvalLog", "observe_evals", "build_dashboard", "gpu_hour_price", "MEDIAN_WINDOW_S",
-           "RECENT_RATE_S"]
+__all__ = ["Baseline", "EvalLog", "observe_evals", "build_dashboard", "gpu_hour_price"]
 
-MEDIAN_WINDOW_S = 600.0  # the rollout rate's reference: its median over the last 10 minutes
-RECENT_RATE_S = 30.0  # "the rollout rate now", for the rate-drop alert: mean over the last 30 s
-_CHART_POINTS = 120
 _MAX_EVALS_PER_BENCHMARK = 10_000
 
 _MISSING = object()
 
 
-def _names(spec: MetricSpec) -> tuple[str, ...]:
-    """Every sample name a metric may be exposed under: counters with and without ``_total``."""
-    return schema.counter_aliases(spec.name) if spec.kind == "counter" else (spec.name,)
-
-
-def _engine_names(*specs: MetricSpec) -> tuple[str, ...]:
-    """vLLM/SGLang names as exposed, with ``:`` flattened and behind Ray's ``ray_`` prefix."""
-    out: list[str] = []
-    for spec in specs:
-        flat = spec.name.replace(":", "_")
-        for name in dict.fromkeys((spec.name, flat, "ray_" + flat)):
-            out.extend(schema.counter_aliases(name) if spec.kind == "counter" else (name,))
-    return tuple(dict.fromkeys(out))
-
-
-ROLLOUTS = _names(schema.ROLLOUTS)
-ROLLOUT_TOKENS = _names(schema.ROLLOUT_TOKENS)
-TRAINER_STEPS = _names(schema.TRAINER_STEPS)
-TRAINER_TOKENS = _names(schema.TRAINER_TOKENS)
-SYNC_BYTES = _names(schema.WEIGHT_SYNC_BYTES)
-SYNC_FAILURES = _names(schema.WEIGHT_SYNC_FAILURES)
-GPU_SECONDS = _names(schema.GPU_SECONDS)
-ENGINE_TOKENS = _engine_names(schema.VLLM_GENERATION_TOKENS, schema.SGLANG_GENERATION_TOKENS)
-ENGINE_RUNNING = _engine_names(schema.VLLM_REQUESTS_RUNNING, schema.SGLANG_RUNNING_REQS)
-ENGINE_WAITING = _engine_names(schema.VLLM_REQUESTS_WAITING, schema.SGLANG_QUEUE_REQS)
-ENGINE_KV = _engine_names(schema.VLLM_KV_CACHE_USAGE, schema.VLLM_GPU_CACHE_USAGE, schema.SGLANG_TOKEN_USAGE)
 _WORKER_ROLES = (schema.ROLE_ROLLOUT, schema.ROLE_ENGINE)
 # Creation times (unix) of the contract's counters and histograms: when the exporting process started.
 _CREATED = tuple(dict.fromkeys(spec.created for spec in schema.CONTRACT if spec.kind in ("counter", "histogram")))
@@ -690,10 +674,10 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
                         for n in rollout_targets)
     if errors is None and rollout_rate is not None:
         errors = 0.0  # rollouts are counted and none of them is an error series: a known zero
-    step = max(2 * settings.interval_s, window_s / _CHART_POINTS)
+    step = chart_step_s(window_s, settings.interval_s)
     rate_series = _rate_slots((by_target_rollouts[n] for n in rollout_targets), w, step)
     median_slots = _rate_slots((by_target_rollouts[n] for n in rollout_targets), median_w,
-                               max(2 * settings.interval_s, 10.0))
+                               median_slot_s(settings.interval_s))
     rate_series = [p for p in rate_series if math.isfinite(p[1])]
     median_slots = [p for p in median_slots if math.isfinite(p[1])]
     rate_median = median(v for _, v in median_slots) if len(median_slots) >= 3 else None

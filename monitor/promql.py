@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from ptmon.exporters import schema
 from ptmon.exporters.schema import MetricSpec
+from ptmon.monitor.exposed import engine_spellings
 
 __all__ = [
     "TARGET_BY",
@@ -45,10 +46,11 @@ __all__ = [
     "with_run",
 ]
 
-TARGET_BY = ("job", "instance")  # how Prometheus names a scrape target
+TARGET_BY = (schema.LABEL_JOB, schema.LABEL_INSTANCE)  # how Prometheus names a scrape target
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+_ERRORS = f"{schema.LABEL_OUTCOME}={json.dumps(schema.OUTCOME_ERROR)}"  # the error rollouts' matcher
 Q_LABEL = "ptmon_q"  # the label ``combine`` tags each answer with; no exporter or engine uses it
-RUN_LABEL = "run"  # posttrain_run_info's run identity; one Prometheus often holds several runs at once
+RUN_LABEL = schema.LABEL_RUN  # posttrain_run_info's run identity; one Prometheus often holds several runs at once
 
 
 def duration(seconds: float) -> str:
@@ -165,21 +167,19 @@ def string(value: str) -> str:
 
 def engine_tokens_rate(window: float | str, *, by: Sequence[str] = ()) -> str:
     """Generated tokens/s of uninstrumented vLLM/SGLang engines (also behind Ray's ``ray_`` prefix)."""
-    names: list[str] = []
-    for spec in (schema.VLLM_GENERATION_TOKENS, schema.SGLANG_GENERATION_TOKENS):
-        flat = spec.name.replace(":", "_")
-        names += [spec.name, flat, "ray_" + flat]
+    names = [n for spec in (schema.VLLM_GENERATION_TOKENS, schema.SGLANG_GENERATION_TOKENS)
+             for n in engine_spellings(spec)]
     selector = '{__name__=~"' + "|".join(dict.fromkeys(names)) + '"}'
     return f"{_by(by)}(rate({selector}[{_window(window)}]))"
 
 
 def gpus_by_role(window: float | str) -> str:
     """GPUs in use per target and role over the window: the rate of GPU-seconds (GPU-s per s)."""
-    return rate(schema.GPU_SECONDS, window, by=(*TARGET_BY, "role"))
+    return rate(schema.GPU_SECONDS, window, by=(*TARGET_BY, schema.LABEL_ROLE))
 
 
 def _price_join() -> str:
-    return f"on ({', '.join((*TARGET_BY, 'role'))}) group_left () {schema.GPU_HOUR_PRICE.name}"
+    return f"on ({', '.join((*TARGET_BY, schema.LABEL_ROLE))}) group_left () {schema.GPU_HOUR_PRICE.name}"
 
 
 def burn_dollars_per_hour(window: float | str, *, per_run: bool = False, runs: str = "") -> str:
@@ -246,12 +246,12 @@ def instant_queries(window_s: float, *, run: str | None = None) -> dict[str, str
         out = {
             "rollouts": rate(schema.ROLLOUTS, w, by=TARGET_BY, per_run=True, runs=runs),
             "rollout_tokens": rate(schema.ROLLOUT_TOKENS, w, by=TARGET_BY, per_run=True, runs=runs),
-            "rollout_errors": rate(schema.ROLLOUTS, w, matchers='outcome="error"', per_run=True, runs=runs),
+            "rollout_errors": rate(schema.ROLLOUTS, w, matchers=_ERRORS, per_run=True, runs=runs),
             "sync_bytes": rate(schema.WEIGHT_SYNC_BYTES, w, per_run=True, runs=runs),
             "steps": rate(schema.TRAINER_STEPS, w, per_run=True, runs=runs),
             "trainer_tokens": rate(schema.TRAINER_TOKENS, w, per_run=True, runs=runs),
             "step_seconds": step_seconds_mean(w, runs=runs),
-            "gpus": rate(schema.GPU_SECONDS, w, by=(*TARGET_BY, "role"), per_run=True, runs=runs),
+            "gpus": rate(schema.GPU_SECONDS, w, by=(*TARGET_BY, schema.LABEL_ROLE), per_run=True, runs=runs),
         }
         for key, q in QUANTILES.items():
             out["sync_" + key] = sync_quantile(q, w, per_run=True, runs=runs)
@@ -260,7 +260,7 @@ def instant_queries(window_s: float, *, run: str | None = None) -> dict[str, str
         "rollouts": rate(schema.ROLLOUTS, w, by=TARGET_BY),
         "rollout_tokens": rate(schema.ROLLOUT_TOKENS, w, by=TARGET_BY),
         "engine_tokens": engine_tokens_rate(w, by=TARGET_BY),
-        "rollout_errors": rate(schema.ROLLOUTS, w, matchers='outcome="error"'),
+        "rollout_errors": rate(schema.ROLLOUTS, w, matchers=_ERRORS),
         "sync_bytes": rate(schema.WEIGHT_SYNC_BYTES, w),
         "steps": rate(schema.TRAINER_STEPS, w),
         "trainer_tokens": rate(schema.TRAINER_TOKENS, w),

@@ -10,11 +10,49 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["Target", "Thresholds", "Settings", "DEFAULT_INTERVAL_S", "DEFAULT_WINDOW_S", "WINDOWS_S"]
+__all__ = [
+    "Target",
+    "Thresholds",
+    "Settings",
+    "DEFAULT_INTERVAL_S",
+    "DEFAULT_WINDOW_S",
+    "WINDOWS_S",
+    "MEDIAN_WINDOW_S",
+    "MEDIAN_SLOT_S",
+    "RECENT_RATE_S",
+    "CHART_POINTS",
+    "chart_step_s",
+    "median_slot_s",
+    "evaluated_max_age_s",
+]
 
 DEFAULT_INTERVAL_S = 1.0
 DEFAULT_WINDOW_S = 300.0
 WINDOWS_S = (60.0, 300.0, 900.0, 3600.0)  # the TUI's [ / ] steps: 1m, 5m, 15m, 1h
+
+# The rate-drop alert compares "the rollout rate now" (the chart's mean over the last RECENT_RATE_S) with
+# its median over the last MEDIAN_WINDOW_S, taken over slots of median_slot_s; the shipped Prometheus rule
+# (ptmon.monitor.deploy.rules) is written from the same numbers.
+MEDIAN_WINDOW_S = 600.0
+MEDIAN_SLOT_S = 10.0
+RECENT_RATE_S = 30.0
+CHART_POINTS = 120  # the rollout-rate chart: at most this many points over the window
+
+
+def chart_step_s(window_s: float, interval_s: float) -> float:
+    """The rollout-rate chart's step: ``CHART_POINTS`` over the window, never under two scrapes."""
+    return max(2 * interval_s, window_s / CHART_POINTS)
+
+
+def median_slot_s(interval_s: float) -> float:
+    """The 10-minute median's slot: ``MEDIAN_SLOT_S``, never under two scrapes (a slot needs two points)."""
+    return max(2 * interval_s, MEDIAN_SLOT_S)
+
+
+def evaluated_max_age_s(interval_s: float) -> float:
+    """How old a Prometheus server's answers may be and still stand for "now": three polls, at least one
+    poll and 5 s (a slow server answers late); older, the stored samples' numbers are shown."""
+    return max(3 * interval_s, interval_s + 5.0)
 
 
 @dataclass(frozen=True, slots=True)

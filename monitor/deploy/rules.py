@@ -30,8 +30,7 @@ from dataclasses import dataclass
 
 from ptmon.exporters import schema
 from ptmon.monitor import promql
-from ptmon.monitor.build import MEDIAN_WINDOW_S, RECENT_RATE_S
-from ptmon.monitor.settings import Settings, Thresholds
+from ptmon.monitor.settings import MEDIAN_SLOT_S, MEDIAN_WINDOW_S, RECENT_RATE_S, Settings, Thresholds
 
 __all__ = [
     "WINDOW",
@@ -54,7 +53,7 @@ WINDOW = "5m"  # the TUI's default window (Settings.window_s = 300 s): same numb
 IPD_WINDOW = "2h"
 _BEST_SCORE_WINDOW = "1d"  # the TUI remembers the best eval of the whole run; a rule looks back a day
 _SEEN_WINDOW = "1h"  # the TUI's store keeps an hour: a target seen in it is still one of ours
-_MEDIAN_STEP = "10s"  # the TUI's median slots are max(2 x interval, 10 s) wide
+_MEDIAN_STEP = promql.duration(MEDIAN_SLOT_S)  # the TUI's median slots: max(2 x interval, MEDIAN_SLOT_S) wide
 SCRAPE_JOB = "ptmon"  # the shipped scrape config's job (a targets file may set its own job label)
 DEMO_JOB_PREFIX = "posttrain-"  # the demo's jobs: posttrain-trainer, posttrain-rollout, posttrain-eval
 _PTMON_JOBS = f"{SCRAPE_JOB}|{DEMO_JOB_PREFIX}.+"
@@ -203,7 +202,7 @@ def _target_scope() -> str:
 
 def _trainers() -> str:
     by = ", ".join(promql.TARGET_BY)
-    return (f"group by ({by}) (last_over_time({schema.RUN_INFO.name}{{role=\"{schema.ROLE_TRAINER}\"}}"
+    return (f"group by ({by}) (last_over_time({schema.RUN_INFO.name}{{{schema.LABEL_ROLE}=\"{schema.ROLE_TRAINER}\"}}"
             f"[{_SEEN_WINDOW}])) or group by ({by}) (up{{job=\"{DEMO_JOB_PREFIX}{schema.ROLE_TRAINER}\"}})")
 
 

@@ -1,9 +1,8 @@
 """The five headline cards: the answers to "is this run healthy and worth it?".
 
 Each card is a titled box of label/value rows whose border takes the colour
-of the worst alert about it. Which alerts belong to which card is decided by
-the alert's rule name (:func:`card_for_alert`), so a new rule lands on the
-right card without the UI knowing its exact name.
+of the worst alert about it. Which card an alert is about is declared by its
+rule (``ptmon.monitor.alerts.RULE_CARDS``), read by :func:`card_for_alert`.
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from rich.text import Text
 
+from ptmon.monitor.alerts import RULE_CARDS
 from ptmon.monitor.dashboard import Alert, Dashboard, Level
 from ptmon.monitor.format import (
     DASH,
@@ -71,37 +71,13 @@ _SHORT = {
     "last step": "last",
 }
 
-# monitor.alerts.RULES by name; target_down has no card (the header count and the targets table show it).
-_ALERT_CARDS = {
-    "trainer_stalled": "trainer",
-    "weight_sync_slow": "sync",
-    "staleness": "staleness",
-    "rollout_rate_drop": "rollout",
-    "marginal_ipd": "ipd",
-    "eval_regression": "ipd",
-}
-
-# Rules added later land by their words; first match wins ("worker_stale" is staleness, not rollout).
-_ALERT_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("staleness", ("stale",)),
-    ("sync", ("sync",)),
-    ("trainer", ("trainer", "stall", "step")),
-    ("rollout", ("rollout", "worker", "engine", "queue", "kv_cache")),
-    ("ipd", ("ipd", "intelligence", "marginal", "eval", "progress", "score", "spend", "burn", "money")),
-)
-
 _RANK = {"ok": 0, "warn": 1, "critical": 2}
 
 
 def card_for_alert(name: str) -> str | None:
-    """The card an alert rule is about, or None (e.g. ``target_down``: the header and tables show it)."""
-    if name in _ALERT_CARDS:
-        return _ALERT_CARDS[name]
-    lowered = name.lower()
-    for card, words in _ALERT_WORDS:
-        if any(word in lowered for word in words):
-            return card
-    return None
+    """The card an alert rule is about, as the rule declares it; None for ``target_down`` (the header and
+    tables show it) and for a name that is no rule."""
+    return RULE_CARDS.get(name)
 
 
 def card_level(card: str, alerts: Iterable[Alert]) -> Level:

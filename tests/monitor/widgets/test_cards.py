@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ptmon.monitor.alerts import RULES
+from ptmon.monitor.alerts import RULE_CARDS, RULES
 from ptmon.monitor.dashboard import Alert, Dashboard
 from ptmon.monitor.format import DASH
 from ptmon.monitor.settings import Thresholds
@@ -16,8 +16,9 @@ def test_every_alert_rule_but_target_down_lands_on_a_card() -> None:
             assert card_for_alert(rule) is None
         else:
             assert card_for_alert(rule) in cards, rule
-    assert card_for_alert("worker_stale") == "staleness"  # an unknown rule lands by its words
-    assert card_for_alert("weight_sync_failures") == "sync"
+    # The card is the rule's declaration, not a guess from words in its name.
+    assert {rule: card_for_alert(rule) for rule in RULES} == dict(RULE_CARDS)
+    assert card_for_alert("worker_stale") is None and card_for_alert("weight_sync_failures") is None
 
 
 def test_card_level_is_the_worst_matching_alert() -> None:
