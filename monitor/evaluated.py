@@ -22,15 +22,17 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import TypeVar
 
 from ptmon.monitor.dashboard import Dashboard, Point
 from ptmon.monitor.derive import median
 
-__all__ = ["Evaluated", "overlay", "PER_TARGET"]
+__all__ = ["Evaluated", "overlay", "prefer", "PER_TARGET"]
 
 PER_TARGET = frozenset(("rollouts", "rollout_tokens", "engine_tokens"))  # answers kept per target
 
 _EMPTY: Mapping[str, float] = MappingProxyType({})
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,15 @@ class Evaluated:
     def fresh(self, *, now: float, window_s: float, max_age_s: float) -> bool:
         """Answers for this window, recent enough to stand for "now" (else the stored data speaks)."""
         return self.window_s == window_s and 0.0 <= now - self.at <= max_age_s
+
+    def per_target(self, key: str) -> Mapping[str, float]:
+        """The answers to one per-target query (``PER_TARGET``), by target name; empty when none came."""
+        return self.by_target.get(key, _EMPTY)
+
+
+def prefer(served: _T | None, stored: _T | None) -> _T | None:
+    """The server's answer where it gave one, else the number computed from the stored samples."""
+    return stored if served is None else served
 
 
 def _sum(values: Iterable[float]) -> float | None:

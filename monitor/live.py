@@ -16,9 +16,10 @@ from dataclasses import replace
 import httpx
 
 from ptmon.monitor.alerts import evaluate
-from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, gpu_hour_price, observe_evals
+from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
 from ptmon.monitor.dashboard import Alert, Dashboard
 from ptmon.monitor.evaluated import overlay
+from ptmon.monitor.pricing import gpu_hour_price
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.sources.base import Source
 from ptmon.monitor.sources.prometheus import PrometheusSource

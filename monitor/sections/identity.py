@@ -1,0 +1,40 @@
+"""Identity: which run this is (``posttrain_run_info``), since when, and every target's health."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from ptmon.exporters import schema
+from ptmon.monitor.dashboard import TargetHealth
+from ptmon.monitor.roles import run_info_names
+from ptmon.monitor.sections.context import Context
+from ptmon.monitor.targets import run_start
+
+__all__ = ["IdentityFields", "identity"]
+
+
+class IdentityFields(TypedDict):
+    run: str | None
+    model: str | None
+    algorithm: str | None
+    started_at: float | None
+    targets: tuple[TargetHealth, ...]
+
+
+def identity(ctx: Context) -> IdentityFields:
+    """Run, model and algorithm from the trainer's run info (else the first target's that has one); the
+    run's start from its exporters' creation times, else the earliest data seen."""
+    run = model = algorithm = None
+    for t in sorted(ctx.targets, key=lambda t: t.role != schema.ROLE_TRAINER):
+        infos = [s for n in run_info_names() for s in ctx.store.series(t.name, n)]
+        if infos:
+            labels = infos[0].labels
+            run = labels.get(schema.LABEL_RUN)
+            model = labels.get(schema.LABEL_MODEL)
+            algorithm = labels.get(schema.LABEL_ALGORITHM)
+            break
+    started_at = run_start(ctx.store, ctx.targets, ctx.now)
+    if started_at is None and ctx.firsts:
+        started_at = min(ctx.firsts.values())
+    return IdentityFields(run=run, model=model, algorithm=algorithm, started_at=started_at,
+                          targets=tuple(t.health for t in ctx.targets))

@@ -1,0 +1,140 @@
+"""Rollouts and workers: each worker's row and status, the fleet's rates, the rate chart and its median.
+
+A worker is a rollout or engine target, or any target with rollout series.
+Its rates are the preferred primitives of the context (the server's answer
+where it gave one), so its status below is judged the same way whichever
+source measured them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TypedDict
+
+from ptmon.exporters import schema
+from ptmon.monitor.dashboard import Point, WorkerRow
+from ptmon.monitor.derive import mean, median
+from ptmon.monitor.evaluated import prefer
+from ptmon.monitor.histograms import mean_parts
+from ptmon.monitor.sections.context import Context
+from ptmon.monitor.settings import MEDIAN_WINDOW_S, Thresholds, chart_step_s, median_slot_s
+from ptmon.monitor.targets import KnownTarget
+from ptmon.monitor.window import Window, finite, rate_slots, sum_known
+
+__all__ = ["RolloutFields", "rollouts", "worker_status", "is_slow"]
+
+_WORKER_ROLES = (schema.ROLE_ROLLOUT, schema.ROLE_ENGINE)
+_REWARD_SIGNED = (schema.ROLLOUT_REWARD_POSITIVE, schema.ROLLOUT_REWARD_NEGATIVE)
+
+
+class RolloutFields(TypedDict):
+    workers: tuple[WorkerRow, ...]
+    rollout_rate_per_s: float | None
+    rollout_tokens_per_s: float | None
+    rollout_rate_median_10m: float | None
+    rollout_error_rate_per_s: float | None
+    staleness_max: float | None
+    staleness_mean: float | None
+    rollout_rate_series: tuple[Point, ...]
+
+
+def is_slow(rate: float | None, typical: float | None, ratio: float) -> bool:
+    """At or below ``ratio`` of the typical (median) worker rate; no median (one worker), never slow."""
+    if not typical or rate is None:
+        return False
+    return rate <= ratio * typical
+
+
+def worker_status(*, up: bool | None, rollouts_per_s: float | None, tokens_per_s: float | None,
+                  staleness: float | None, typical: float | None, thresholds: Thresholds) -> str:
+    """The status column: down, unknown (no rate yet), stale, slow or ok, first that holds."""
+    if up is False:
+        return "down"
+    if rollouts_per_s is None and tokens_per_s is None:
+        return "unknown"
+    if staleness is not None and staleness > thresholds.staleness_warn:
+        return "stale"
+    if is_slow(rollouts_per_s, typical, thresholds.rollout_drop_ratio):
+        return "slow"
+    return "ok"
+
+
+def rollouts(ctx: Context) -> RolloutFields:
+    workers = [t for t in ctx.targets if t.role in _WORKER_ROLES or ctx.rollout_series[t.name]]
+    rates = ctx.rollouts_per_s
+    rollout_rate = sum_known(rates[t.name] for t in workers)
+    errors = prefer(ctx.served("rollout_errors"), _error_rate(ctx))
+    if errors is None and rollout_rate is not None:
+        errors = 0.0  # rollouts are counted and none of them is an error series: a known zero
+    rows = _worker_rows(ctx, workers)
+    staleness = [v for r in rows if (v := r.staleness) is not None]
+    served_chart = ctx.evaluated.rollout_rate_series if ctx.evaluated is not None else ()
+    return RolloutFields(
+        workers=rows,
+        rollout_rate_per_s=rollout_rate,
+        rollout_tokens_per_s=ctx.fleet_rollout_tokens_per_s,
+        rollout_rate_median_10m=_median_10m(ctx),
+        rollout_error_rate_per_s=errors,
+        staleness_max=max(staleness) if staleness else None,
+        staleness_mean=mean(staleness),
+        rollout_rate_series=prefer(served_chart or None, _rate_chart(ctx)) or (),
+    )
+
+
+def _worker_rows(ctx: Context, workers: list[KnownTarget]) -> tuple[WorkerRow, ...]:
+    rates = ctx.rollouts_per_s
+    known = [r for t in workers if (r := rates[t.name]) is not None]
+    # The median of every worker's rate, down ones too while their samples are in the window (as in
+    # PromQL's sum(rate(x[window])) until they leave the range): what "slow" compares against.
+    typical = median(known) if len(known) >= 2 else None
+    rows: list[WorkerRow] = []
+    for t in workers:
+        n = t.name
+        tokens = ctx.rollout_tokens_per_s[n]
+        if tokens is None:  # an uninstrumented engine's throughput is the tokens it generated
+            tokens = ctx.engine_tokens_per_s[n]
+        version = None if t.down else _worker_version(ctx, n)
+        pv = ctx.policy_version
+        staleness = None if version is None or pv is None else max(0.0, pv - version)
+        reward_sum, reward_n = mean_parts(ctx.store, n, schema.ROLLOUT_REWARD, ctx.w, signed=_REWARD_SIGNED)
+        rate, tokens = rates[n], finite(tokens)
+        status = worker_status(up=t.health.up, rollouts_per_s=rate, tokens_per_s=tokens, staleness=staleness,
+                               typical=typical, thresholds=ctx.settings.thresholds)
+        if t.down:
+            # A down worker's rates would be the slope of what it sent before it died, shown as if it were
+            # still working: its row shows none (the status says why). Its samples still count in the fleet
+            # totals, as they do in PromQL's sum(rate(x[window])) until they leave the range.
+            rate = tokens = None
+        rows.append(WorkerRow(name=n, role=t.role or schema.ROLE_ROLLOUT, up=t.health.up, rollouts_per_s=rate,
+                              tokens_per_s=tokens, policy_version=version, staleness=staleness,
+                              mean_reward=finite(reward_sum / reward_n) if reward_n > 0 else None, status=status))
+    return tuple(rows)
+
+
+def _worker_version(ctx: Context, target: str) -> float | None:
+    """The policy version a worker samples with: the oldest it reports (a pool's stalest live worker)."""
+    w = ctx.w
+    values = [v for s in ctx.store.series(target, schema.ROLLOUT_POLICY_VERSION.name) if (v := w.last(s)) is not None]
+    return min(values) if values else None
+
+
+def _error_rate(ctx: Context) -> float | None:
+    w = ctx.w
+    return sum_known(
+        w.rate_sum(n, (s for s in series if s.labels.get(schema.LABEL_OUTCOME) == schema.OUTCOME_ERROR))
+        for n, series in ctx.rollout_series.items() if series)
+
+
+def _rate_chart(ctx: Context) -> tuple[Point, ...]:
+    step = chart_step_s(ctx.window_s, ctx.settings.interval_s)
+    slots = rate_slots((s for s in ctx.rollout_series.values() if s), ctx.w, step)
+    return tuple(p for p in slots if math.isfinite(p[1]))
+
+
+def _median_10m(ctx: Context) -> float | None:
+    """The fleet rate's median over slots of the last 10 minutes (the rate-drop alert's reference)."""
+    end = ctx.w.end
+    slots = rate_slots((s for s in ctx.rollout_series.values() if s), Window(end - MEDIAN_WINDOW_S, end),
+                       median_slot_s(ctx.settings.interval_s))
+    finite_slots = [p for p in slots if math.isfinite(p[1])]
+    return median(v for _, v in finite_slots) if len(finite_slots) >= 3 else None

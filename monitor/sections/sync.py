@@ -1,0 +1,57 @@
+"""Weight sync: latency quantiles over the window, each sync's duration, counts, bytes and failures."""
+
+from __future__ import annotations
+
+import math
+from typing import TypedDict
+
+from ptmon.exporters import schema
+from ptmon.monitor import exposed
+from ptmon.monitor.dashboard import Point
+from ptmon.monitor.evaluated import prefer
+from ptmon.monitor.histograms import buckets_by_le, histogram_pairs, paired_deltas, quantiles_over_window
+from ptmon.monitor.sections.context import Context
+
+__all__ = ["SyncFields", "weight_sync"]
+
+
+class SyncFields(TypedDict):
+    weight_sync_p50_s: float | None
+    weight_sync_p90_s: float | None
+    weight_sync_p99_s: float | None
+    weight_sync_last_s: float | None
+    weight_sync_max_s: float | None
+    weight_sync_count: float | None
+    weight_sync_bytes_per_s: float | None
+    weight_sync_failures: float | None
+    weight_sync_series: tuple[Point, ...]
+    sync_events: tuple[float, ...]
+
+
+def weight_sync(ctx: Context) -> SyncFields:
+    """Quantiles and bytes/s as PromQL (or the server) computes them; the count, failures and each sync's
+    duration exactly, from the stored samples (``increase()`` would extrapolate one failure to 1.5)."""
+    w, names = ctx.w, ctx.names
+    p50, p90, p99 = quantiles_over_window(buckets_by_le(ctx.store, names, schema.WEIGHT_SYNC_SECONDS),
+                                          (0.5, 0.9, 0.99), w)
+    pairs = [p for n in names for p in histogram_pairs(ctx.store, n, schema.WEIGHT_SYNC_SECONDS)]
+    syncs = sorted((t, v) for su, co in pairs for t, ds, dc in paired_deltas(w.pts(su), w.pts(co))
+                   if math.isfinite(v := ds / dc))
+    last = syncs[-1][1] if syncs else None
+    if last is None and pairs:  # no sync in the window: the last one ever is still news
+        older = sorted((t, v) for su, co in pairs
+                       for t, ds, dc in paired_deltas(su.points(None, w.end), co.points(None, w.end))
+                       if math.isfinite(v := ds / dc))
+        last = older[-1][1] if older else None
+    return SyncFields(
+        weight_sync_p50_s=prefer(ctx.served("sync_p50"), p50),
+        weight_sync_p90_s=prefer(ctx.served("sync_p90"), p90),
+        weight_sync_p99_s=prefer(ctx.served("sync_p99"), p99),
+        weight_sync_last_s=last,
+        weight_sync_max_s=max(v for _, v in syncs) if syncs else None,
+        weight_sync_count=w.raw_increase_sum(co for _, co in pairs),
+        weight_sync_bytes_per_s=prefer(ctx.served("sync_bytes"), ctx.rate_sum(exposed.SYNC_BYTES)),
+        weight_sync_failures=w.raw_increase_sum(s for n in names for s in ctx.series(n, exposed.SYNC_FAILURES)),
+        weight_sync_series=tuple(syncs),
+        sync_events=tuple(t for t, _ in syncs),
+    )

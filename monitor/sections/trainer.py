@@ -1,0 +1,70 @@
+"""The trainer: step rate and time, time since the last step, its latest scalars and published policy."""
+
+from __future__ import annotations
+
+import math
+from typing import TypedDict
+
+from ptmon.exporters import schema
+from ptmon.monitor import exposed
+from ptmon.monitor.derive import histogram_quantile
+from ptmon.monitor.evaluated import prefer
+from ptmon.monitor.histograms import buckets_by_le, histogram_pairs, increase_ratio
+from ptmon.monitor.sections.context import Context
+from ptmon.monitor.window import finite
+
+__all__ = ["TrainerFields", "trainer"]
+
+
+class TrainerFields(TypedDict):
+    policy_version: float | None
+    steps_per_s: float | None
+    step_seconds: float | None
+    step_seconds_median: float | None
+    seconds_since_last_step: float | None
+    trainer_tokens_per_s: float | None
+    loss: float | None
+    kl: float | None
+    entropy: float | None
+    grad_norm: float | None
+    learning_rate: float | None
+
+
+def trainer(ctx: Context) -> TrainerFields:
+    scalars = {key: values[-1] if (values := ctx.live_lasts((spec.name,))) else None
+               for key, spec in schema.TRAINER_SCALARS.items()}
+    return TrainerFields(
+        policy_version=ctx.policy_version,
+        steps_per_s=prefer(ctx.served("steps"), ctx.rate_sum(exposed.TRAINER_STEPS)),
+        step_seconds=prefer(ctx.served("step_seconds"), _mean_step_seconds(ctx)),
+        step_seconds_median=_median_step_seconds(ctx),
+        seconds_since_last_step=_since_last_step(ctx),
+        trainer_tokens_per_s=prefer(ctx.served("trainer_tokens"), ctx.rate_sum(exposed.TRAINER_TOKENS)),
+        loss=scalars["loss"], kl=scalars["kl"], entropy=scalars["entropy"], grad_norm=scalars["grad_norm"],
+        learning_rate=scalars["learning_rate"],
+    )
+
+
+def _mean_step_seconds(ctx: Context) -> float | None:
+    """Δsum / Δcount of the step histogram over the window."""
+    totals = [increase_ratio(ctx.w, su, co) for n in ctx.names
+              for su, co in histogram_pairs(ctx.store, n, schema.TRAINER_STEP_SECONDS)]
+    count = sum(c for _, c in totals)
+    return sum(s for s, _ in totals) / count if count > 0 else None
+
+
+def _median_step_seconds(ctx: Context) -> float | None:
+    """The median over the trainer's whole life (cumulative buckets), not the window: the stall rule
+    scales with it, and a stalled window has no steps to take a median of."""
+    buckets: dict[float, float] = {}
+    for le, _, s in buckets_by_le(ctx.store, ctx.names, schema.TRAINER_STEP_SECONDS):
+        last = s.last()
+        if last is not None:
+            buckets[le] = buckets.get(le, 0.0) + last[1]
+    return finite(histogram_quantile(0.5, list(buckets.items())))
+
+
+def _since_last_step(ctx: Context) -> float | None:
+    lasts = [p[1] for n in ctx.names for s in ctx.store.series(n, schema.TRAINER_LAST_STEP_TIMESTAMP.name)
+             if (p := s.last()) is not None and math.isfinite(p[1]) and p[1] > 0]
+    return max(0.0, ctx.now - max(lasts)) if lasts else None

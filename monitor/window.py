@@ -1,0 +1,169 @@
+"""One build's view of a window ``(start, end]`` over the store: each series read once, in a few bisections.
+
+Cost: independent of the window's length for almost every number. Rates,
+increases and counts come from each series' ``Span`` (a few bisections and
+the store's incremental counter-reset index); the rate chart copies one value
+column per series (a memcpy) and picks its slot bounds in C. Only the numbers
+that need every point (the trainer's per-sync series) read the window point
+by point, and each series at most once per build. tests/bench/bench_build.py
+measures it.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping
+from itertools import islice
+from operator import add, itemgetter, sub
+from typing import Any
+
+from ptmon.monitor.dashboard import Point
+from ptmon.monitor.derive import in_window, span_rate, span_raw_increase
+from ptmon.monitor.store import Series, Span, Store
+
+__all__ = ["Window", "series_of", "rate_slots", "sum_known", "finite"]
+
+_MISSING = object()
+
+
+def series_of(store: Store, target: str, names: Iterable[str]) -> list[Series]:
+    """``target``'s series under any of ``names`` (the spellings one metric may be exposed under)."""
+    out: list[Series] = []
+    for name in names:
+        out.extend(store.series(target, name))
+    return out
+
+
+def sum_known(values: Iterable[float | None]) -> float | None:
+    """The sum of the known values; None when none is known (unknown is not zero)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def finite(x: float | None) -> float | None:
+    """``x`` if it is a finite number, else unknown (a NaN gauge, an Inf counter are nothing to show)."""
+    return x if x is not None and math.isfinite(x) else None
+
+
+class Window:
+    """``(start, end]``, with each series' span (or, where needed, points) memoised for one build."""
+
+    __slots__ = ("start", "end", "_memo", "_spans", "_from")
+
+    def __init__(self, start: float, end: float, *, coverage: Mapping[str, float] | None = None) -> None:
+        self.start = start
+        self.end = end
+        self._memo: dict[int, list[tuple[float, float]]] = {}
+        self._spans: dict[int, Span | None] = {}
+        self._from = coverage or {}
+
+    def range_start(self, target: str) -> float:
+        """Where ``target``'s rates start: the window's start, or where this monitor's data on it begins.
+
+        PromQL divides by the whole range; a monitor started 20 s ago would then
+        show a third of the true rate for its first minute (and a new worker a
+        fraction of its own). The range is cut to the data this monitor has.
+        """
+        return max(self.start, self._from.get(target, self.start))
+
+    def pts(self, series: Series) -> list[tuple[float, float]]:
+        """The series' points in the window, as a list (for the few numbers that need every point)."""
+        key = id(series)
+        pts = self._memo.get(key)
+        if pts is None:
+            pts = self._memo[key] = in_window(series, self.start, self.end)
+        return pts
+
+    def span(self, series: Series) -> Span | None:
+        """The series' ``Span`` in the window: a few bisections, however long the window."""
+        key = id(series)
+        sp = self._spans.get(key, _MISSING)
+        if sp is _MISSING:
+            sp = self._spans[key] = series.span(self.start, self.end)
+        return sp  # type: ignore[return-value]
+
+    def rate_sum(self, target: str, series: Iterable[Series]) -> float | None:
+        """Σ PromQL rate over ``target``'s series; None when none has two points in the window."""
+        total: float | None = None
+        begin = self.range_start(target)
+        for s in series:
+            r = span_rate(self.span(s), start=begin, end=self.end)
+            if r is not None:
+                total = r if total is None else total + r
+        return total
+
+    def raw_increase(self, series: Series) -> float | None:
+        return span_raw_increase(self.span(series))
+
+    def raw_increase_sum(self, series: Iterable[Series]) -> float | None:
+        total: float | None = None
+        for s in series:
+            r = span_raw_increase(self.span(s))
+            if r is not None:
+                total = r if total is None else total + r
+        return total
+
+    def last(self, series: Series) -> float | None:
+        """The latest finite value at or before ``end`` if it is newer than ``start``."""
+        p = series.last()
+        if p is not None and p[0] > self.end:
+            sp = self.span(series)
+            p = (sp.last_t, sp.last_v) if sp is not None else None
+        if p is None or p[0] <= self.start or not math.isfinite(p[1]):
+            return None
+        return p[1]
+
+
+def rate_slots(per_target: Iterable[list[Series]], w: Window, step: float) -> list[Point]:
+    """The summed rate per time slot ``(start + k*step, start + (k+1)*step]``, as ``(slot end, rate)``.
+
+    Per target, each series' increase between the last scrapes at or before
+    the slot's two bounds is added (a drop counts from zero, Prometheus's
+    reset rule at slot granularity) and divided by the seconds between those
+    scrapes; targets' rates then add up. Slots where no target had data are
+    left out, not zero.
+
+    Only the points at slot bounds are read: series of one target share
+    their scrape times, so the bounds are bisected once per layout and every
+    other series costs one memcpy of its value column and one C-level pick.
+    """
+    start, end = w.start, w.end
+    n = max(1, math.ceil((end - start) / step - 1e-9))
+    bounds = [start + k * step for k in range(n + 1)]
+    totals = [0.0] * n
+    seen = [False] * n
+    for series in per_target:
+        slot_inc, slot_dt = _target_slots(series, start, end, bounds)
+        for k in range(n):
+            if slot_dt[k] > 0:
+                totals[k] += slot_inc[k] / slot_dt[k]
+                seen[k] = True
+    return [(bounds[k + 1], totals[k]) for k in range(n) if seen[k]]
+
+
+def _target_slots(series: list[Series], start: float, end: float, bounds: list[float]
+                  ) -> tuple[list[float], list[float]]:
+    """One target's (increase, seconds between the scrapes at its bounds) per slot."""
+    n = len(bounds) - 1
+    slot_inc = [0.0] * n
+    slot_dt = [0.0] * n
+    layout: tuple[int, float, float] | None = None
+    pick: itemgetter[Any] = itemgetter(0)
+    for s in series:
+        times, values = s.columns(start, end)
+        if len(times) < 2:
+            continue
+        key = (len(times), times[0], times[-1])
+        if key != layout:
+            layout = key
+            # The last point at or before each bound, picked out in C for every series of the layout.
+            pick = itemgetter(*(max(bisect_right(times, b) - 1, 0) for b in bounds))
+            picked = pick(times)
+            slot_dt = list(map(max, slot_dt, map(sub, islice(picked, 1, None), picked)))
+        picked = pick(values)
+        incs = list(map(sub, islice(picked, 1, None), picked))
+        if min(incs) < 0:  # a restart: the counter went on from zero
+            incs = [d if d >= 0 else v for d, v in zip(incs, islice(picked, 1, None), strict=False)]
+        slot_inc = list(map(add, slot_inc, incs))
+    return slot_inc, slot_dt
