@@ -23,6 +23,7 @@ from typing import Any, get_type_hints
 
 from ptmon.monitor.dashboard import Dashboard, TargetHealth
 from ptmon.monitor.evals import Baseline, EvalLog, observe_evals
+from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.sections.context import Context
 from ptmon.monitor.sections.cost import cost
 from ptmon.monitor.sections.engines import engines
@@ -38,15 +39,19 @@ __all__ = ["build_dashboard", "Baseline", "EvalLog", "observe_evals"]
 
 
 def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
-                    window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None
-                    ) -> Dashboard:
+                    window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
+                    evaluated: Evaluated | None = None) -> Dashboard:
     """The Dashboard at ``now`` over ``(now - window_s, now]``, without alerts.
 
     ``baseline``: the IPD reference the caller pinned (``set_baseline_now``);
     None means the configured baseline score, else the first eval seen.
     ``evals``: the caller's running ``EvalLog``; None reads every eval in the store.
+    ``evaluated``: a Prometheus server's answers for the window (``--prometheus``): where they are for
+    this window and no older than ``settings.evaluated_max_age_s``, its rates, quantiles and GPUs in use
+    replace the stored data's own before anything is derived from them.
     """
-    ctx = Context(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals)
+    ctx = Context(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals,
+                  evaluated=evaluated)
     return _known_numbers(Dashboard(
         now=now, window_s=window_s, interval_s=settings.interval_s,
         **identity(ctx), **trainer(ctx), **weight_sync(ctx), **rollouts(ctx), **engines(ctx), **cost(ctx),

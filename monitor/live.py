@@ -18,8 +18,7 @@ import httpx
 from ptmon.monitor.alerts import evaluate
 from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
 from ptmon.monitor.dashboard import Alert, Dashboard
-from ptmon.monitor.evaluated import overlay
-from ptmon.monitor.pricing import gpu_hour_price
+from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.sources.base import Source
 from ptmon.monitor.sources.prometheus import PrometheusSource
@@ -42,8 +41,8 @@ class LiveFeed:
         self._settings = settings
         self._clock = clock
         # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 19 bytes a
-        # point (two float64 columns plus slack: notes/store-perf.md); at faster intervals the longest
-        # window shows what fits, and rates use the span held.
+        # point (two float64 columns plus slack, as tests/bench/bench_build.py measures); at faster
+        # intervals the longest window shows what fits, and rates use the span held.
         self.store = store if store is not None else Store(max_series=settings.max_series)
         # Either source fills the same store with the same samples; nothing below here can tell which.
         self._scraper: Source
@@ -71,36 +70,18 @@ class LiveFeed:
     async def dashboard(self, *, window_s: float) -> Dashboard:
         settings = self._settings
         self._evals = observe_evals(self.store, settings, previous=self._evals)
-        now = self._clock()
-        d = build_dashboard(self.store, self._scraper.health(), settings, now=now, window_s=window_s,
-                            baseline=self._baseline, evals=self._evals)
-        if self._prometheus is not None:
-            d = self._server_side(d, now=now, window_s=window_s)
+        d = build_dashboard(self.store, self._scraper.health(), settings, now=self._clock(), window_s=window_s,
+                            baseline=self._baseline, evals=self._evals, evaluated=self._evaluated(window_s))
         self._alerts = evaluate(d, settings.thresholds, previous=self._alerts, marginal_k=settings.marginal_k)
         return replace(d, alerts=self._alerts)
 
-    def _server_side(self, d: Dashboard, *, now: float, window_s: float) -> Dashboard:
-        """Prometheus's own rates, increases and quantiles over this window, when its last answer is current.
-
-        A window switch or a failing server leaves the stored data's numbers
-        until the next good poll has evaluated the new window.
-        """
-        source = self._prometheus
-        assert source is not None
-        source.set_window(window_s)
-        ev = source.evaluated()
-        interval = self._settings.interval_s
-        if ev is None or not ev.fresh(now=now, window_s=window_s, max_age_s=max(3 * interval, interval + 5.0)):
-            return d
-        store, settings = self.store, self._settings
-        roles = {t.name: t.role for t in d.targets}
-
-        def price(target: str, label: str) -> float:
-            # As build_dashboard prices a GPU-seconds series: by its role label, else its target's role.
-            configured = settings.prices.get(label or roles.get(target) or "unknown")
-            return configured if configured is not None else gpu_hour_price(store, settings, target, label)
-
-        return overlay(d, ev, price=price, slow_ratio=settings.thresholds.rollout_drop_ratio)
+    def _evaluated(self, window_s: float) -> Evaluated | None:
+        """The Prometheus server's last answers, an input of the build (which prefers them where they are
+        for this window and fresh); this window is asked for from the next poll."""
+        if self._prometheus is None:
+            return None
+        self._prometheus.set_window(window_s)
+        return self._prometheus.evaluated()
 
     def set_interval(self, interval_s: float) -> None:
         self._scraper.set_interval(interval_s)
@@ -109,8 +90,7 @@ class LiveFeed:
     def set_baseline_now(self) -> None:
         """Pin the latest eval of the primary benchmark as the IPD baseline (no eval yet: no change)."""
         self._evals = observe_evals(self.store, self._settings, previous=self._evals)
-        bench = self._evals.primary(self._settings.primary_benchmark)
-        curve = self._evals.evals.get(bench, ()) if bench is not None else ()
+        curve = self._evals.curve(self._settings.primary_benchmark)
         if curve:
             latest = curve[-1]
             self._baseline = Baseline(score=latest.score, spend_dollars=latest.spend_dollars,
