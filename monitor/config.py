@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ptmon.exporters.schema import ROLES
-from ptmon.monitor.settings import Settings, Target, Thresholds
+from ptmon.monitor.settings import PROMETHEUS_MAX_BODY_BYTES, Settings, Target, Thresholds
 
 __all__ = ["ConfigError", "load_settings", "target_from_url", "prometheus_from_url", "parse_duration",
            "PROMETHEUS_MAX_BODY_BYTES"]
@@ -30,8 +30,6 @@ _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_
 _EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
 _TARGET_KEYS = frozenset({"name", "url", "role", "bearer_token_file", "basic_auth", "ca_file", "verify_tls"})
 _PROMETHEUS_KEYS = _TARGET_KEYS - {"role"}
-# A Prometheus answer covers the whole fleet (and once, the window's history): a larger default cap.
-PROMETHEUS_MAX_BODY_BYTES = 64 * 2**20
 _BASIC_KEYS = frozenset({"username", "password", "password_file"})
 _THRESHOLD_KEYS = tuple(f.name for f in fields(Thresholds))
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

@@ -10,11 +10,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["Target", "Thresholds", "Settings", "DEFAULT_INTERVAL_S", "DEFAULT_WINDOW_S", "WINDOWS_S"]
+__all__ = ["Target", "Thresholds", "Settings", "DEFAULT_INTERVAL_S", "DEFAULT_WINDOW_S", "WINDOWS_S",
+           "DEFAULT_MAX_SERIES", "DEFAULT_MAX_BODY_BYTES", "PROMETHEUS_MAX_BODY_BYTES", "MIN_TIMEOUT_S",
+           "effective_timeout"]
 
 DEFAULT_INTERVAL_S = 1.0
 DEFAULT_WINDOW_S = 300.0
 WINDOWS_S = (60.0, 300.0, 900.0, 3600.0)  # the TUI's [ / ] steps: 1m, 5m, 15m, 1h
+
+# Sources' limits: what one peer may cost before it is refused with a clear error instead.
+DEFAULT_MAX_SERIES = 20_000  # per target; new series past it are dropped, counted and the target flagged
+DEFAULT_MAX_BODY_BYTES = 16 * 2**20  # one /metrics body, inflated
+# A Prometheus answer covers the whole fleet (and, once, the window's history): a larger default cap.
+PROMETHEUS_MAX_BODY_BYTES = 64 * 2**20
+MIN_TIMEOUT_S = 0.25
+_TIMEOUT_SHARE = 0.8  # of the interval, when no timeout is set
+
+
+def effective_timeout(interval_s: float, timeout_s: float | None) -> float:
+    """The per-fetch deadline: the configured one, else 0.8 x interval but at least 0.25 s.
+
+    Shorter than the interval so a hung target has given up before its next
+    turn would be due.
+    """
+    if timeout_s is not None:
+        return timeout_s
+    return max(MIN_TIMEOUT_S, _TIMEOUT_SHARE * interval_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +76,8 @@ class Settings:
     baseline_spend_dollars: float | None = None
     marginal_k: int = 5
     thresholds: Thresholds = field(default_factory=Thresholds)
-    max_series: int = 20_000
-    max_body_bytes: int = 16 * 1024 * 1024
+    max_series: int = DEFAULT_MAX_SERIES
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     concurrency: int = 16
     # Read this Prometheus-compatible server's query API instead of scraping targets (exclusive with targets).
     prometheus: Target | None = None
@@ -65,6 +86,4 @@ class Settings:
 
     @property
     def effective_timeout_s(self) -> float:
-        if self.timeout_s is not None:
-            return self.timeout_s
-        return max(0.25, 0.8 * self.interval_s)
+        return effective_timeout(self.interval_s, self.timeout_s)
