@@ -97,6 +97,7 @@ class Poller(Generic[S]):
         self._sleep = sleep
         self._clients: dict[TLSKey, httpx.AsyncClient | str] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._naps: set[asyncio.Future[object]] = set()  # each loop's wait for its next poll
         self._closed = False
 
     # -- what a subclass supplies ------------------------------------------------
@@ -120,8 +121,14 @@ class Poller(Generic[S]):
         await asyncio.gather(*(self._poll(unit) for _, unit in self._units()))
 
     def set_interval(self, interval_s: float) -> None:
+        """The new interval, applied at once: every loop's wait is measured again with it (a loop that
+        was told to wait a minute and is now due polls now, not when the minute is up)."""
         _check_interval(interval_s)
+        if float(interval_s) == self._interval:
+            return
         self._interval = float(interval_s)
+        for nap in self._naps:
+            nap.cancel()
 
     async def aclose(self) -> None:
         if self._closed:
@@ -164,13 +171,30 @@ class Poller(Generic[S]):
         while True:
             began = loop.time()
             await self._poll(unit)
-            if unit.failures:
-                delay = backoff_delay(self._interval, unit.failures)
-            else:
-                # Keep the cadence from start to start; a poll longer than the interval is
-                # followed at once, never overlapped.
-                delay = max(0.0, began + self._interval - loop.time())
-            await self._sleep(delay)
+            ended = now = loop.time()
+            while await self._nap(self._delay(unit, began=began, ended=ended, now=now)):
+                now = loop.time()  # the interval changed while waiting: measure the wait again
+
+    def _delay(self, unit: S, *, began: float, ended: float, now: float) -> float:
+        if unit.failures:
+            return max(0.0, backoff_delay(self._interval, unit.failures) - (now - ended))
+        # Keep the cadence from start to start; a poll longer than the interval is
+        # followed at once, never overlapped.
+        return max(0.0, began + self._interval - now)
+
+    async def _nap(self, delay: float) -> bool:
+        """Sleep ``delay`` (the injected sleep); True when ``set_interval`` cut it short."""
+        nap = asyncio.ensure_future(self._sleep(delay))
+        self._naps.add(nap)
+        try:
+            await asyncio.wait((nap,))
+        finally:
+            self._naps.discard(nap)
+            nap.cancel()  # when this loop itself is cancelled (aclose) mid-nap
+        if nap.cancelled():
+            return True
+        nap.result()  # a sleep that raised ends the loop, as before
+        return False
 
     async def _poll(self, unit: S) -> None:
         async with unit.lock:

@@ -946,3 +946,30 @@ async def test_a_run_filter_keeps_that_runs_targets_and_asks_for_that_run() -> N
     assert 'posttrain_run_info{run="alpha"}' in answers.ranges[-1]["query"]
     assert promql.string('alpha"') == '"alpha\\""'
     await src.aclose()
+
+
+async def test_a_shorter_interval_wakes_the_poll_loop_at_once() -> None:
+    answers = Answers(fleet_answer(1_700_000_000.0))
+    polls: list[float] = []
+    inner = answers.transport()
+
+    async def counted(request: httpx.Request) -> httpx.Response:
+        if not request.url.path.endswith("query_range") and promql.Q_LABEL not in request.url.params["query"]:
+            polls.append(time.monotonic())
+        return await inner.handle_async_request(request)
+
+    src = PrometheusSource(SERVER, store=Store(), transport=httpx.MockTransport(counted), interval_s=0.5)
+    await src.start()
+    try:
+        await until(lambda: len(polls) >= 2, what="two polls")
+        src.set_interval(60.0)
+        await asyncio.sleep(0.3)
+        settled = len(polls)
+        await asyncio.sleep(1.2)
+        assert len(polls) == settled  # the poll due within 0.5 s is now a minute away
+        changed = time.monotonic()
+        src.set_interval(0.5)
+        await until(lambda: len(polls) > settled, timeout=5.0, what="a poll after the change")
+        assert polls[settled] - changed < 1.0
+    finally:
+        await src.aclose()

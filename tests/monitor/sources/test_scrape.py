@@ -6,7 +6,10 @@ import asyncio
 import base64
 import gzip
 import socket
-from collections.abc import AsyncIterator, Callable
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -743,3 +746,89 @@ async def test_a_flood_beyond_ten_times_the_series_cap_is_refused_unparsed() -> 
     assert wide.error.startswith("series limit 100 reached")
     assert flooded.up is False and flooded.series == 0 and flooded.samples == 0
     assert flooded.error == "line 1001: 1,001 lines exceed the limit of 1,000 per scrape"
+
+
+# -- interval changes -------------------------------------------------------------
+
+
+class _Counting(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.hits: dict[str, list[float]] = {}
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
+                outer.hits.setdefault(self.path, []).append(time.monotonic())
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(GOOD_BODY)))
+                self.end_headers()
+                self.wfile.write(GOOD_BODY)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+@pytest.fixture
+def counting() -> Iterator[_Counting]:
+    """A real HTTP server on loopback that notes when each path was fetched."""
+    server = _Counting()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_shorter_interval_wakes_every_target_at_once_not_after_the_old_wait(counting: _Counting) -> None:
+    # `+` up to 1m then `-` back: each target's loop was sleeping its minute; it must poll at the new pace now.
+    base = f"http://127.0.0.1:{counting.server_port}"
+    paths = ("/a", "/b", "/c")
+    scraper = Scraper([Target(p, base + p) for p in paths], store=Store(), interval_s=0.5)
+    async with scraper:
+        await scraper.start()
+        await _until(lambda: all(len(counting.hits.get(p, ())) >= 2 for p in paths))
+        scraper.set_interval(60.0)
+        await asyncio.sleep(0.3)  # a poll that had already begun ends
+        # Each loop's next poll was due within 0.5 s; measured again against 60 s, it is not.
+        settled = {p: len(counting.hits[p]) for p in paths}
+        await asyncio.sleep(1.2)
+        assert {p: len(counting.hits[p]) for p in paths} == settled
+        changed = time.monotonic()
+        scraper.set_interval(0.5)
+        await _until(lambda: all(len(counting.hits[p]) > settled[p] for p in paths), timeout=5.0)
+        assert all(counting.hits[p][settled[p]] - changed < 1.0 for p in paths)
+        # ... and then keeps the new pace.
+        await _until(lambda: all(len(counting.hits[p]) >= settled[p] + 3 for p in paths), timeout=5.0)
+
+
+async def test_a_longer_interval_is_measured_from_the_last_poll_not_started_again() -> None:
+    delays: list[float] = []
+    changed = asyncio.Event()
+
+    async def fake_sleep(delay: float) -> None:
+        delays.append(delay)
+        changed.set()
+        await asyncio.Event().wait()  # the wait is only ever ended by an interval change
+
+    scraper = Scraper([target("t")], store=Store(), interval_s=10.0, sleep=fake_sleep,
+                      transport=httpx.MockTransport(ok))
+    async with scraper:
+        await scraper.start()
+        await asyncio.wait_for(changed.wait(), timeout=10)
+        scraper.set_interval(10.0)  # no change: no new wait
+        scraper.set_interval(30.0)
+        await _until(lambda: len(delays) == 2)
+    assert 9.0 < delays[0] <= 10.0 and 29.0 < delays[1] <= 30.0 and delays[1] - delays[0] == pytest.approx(20, abs=0.5)
