@@ -12,6 +12,7 @@ import math
 import os
 import re
 import tomllib
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from types import MappingProxyType
@@ -19,10 +20,17 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ptmon.exporters.schema import ROLES
-from ptmon.monitor.settings import PROMETHEUS_MAX_BODY_BYTES, Settings, Target, Thresholds
+from ptmon.monitor.settings import (
+    PROMETHEUS_MAX_BODY_BYTES,
+    Settings,
+    Target,
+    Thresholds,
+    timeout_fits,
+    window_fits,
+)
 
 __all__ = ["ConfigError", "load_settings", "target_from_url", "prometheus_from_url", "parse_duration",
-           "PROMETHEUS_MAX_BODY_BYTES"]
+           "distinct_names", "PROMETHEUS_MAX_BODY_BYTES"]
 
 _CLI = "command line"
 _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_bytes", "concurrency",
@@ -118,6 +126,30 @@ def target_from_url(url: str) -> Target:
         basic = (unquote(parts.username), unquote(parts.password or ""))
     clean = urlunsplit((parts.scheme, netloc, path, parts.query, ""))
     return Target(name=netloc, url=clean, basic_auth=basic)
+
+
+def distinct_names(targets: Sequence[Target], *, keep: Sequence[bool] = ()) -> list[Target]:
+    """``targets`` with default names told apart: several on one host:port with different URLs are named
+    host:port plus the path, plus the query where the path alone does not tell them apart.
+
+    A blackbox exporter's ``/probe``, a reverse proxy or an API-server proxy
+    serves several targets on one port. A name given explicitly (``keep[i]``)
+    stays; one URL given twice keeps its name, for the caller to refuse.
+    """
+    groups: dict[str, list[int]] = {}
+    for i, t in enumerate(targets):
+        if not (i < len(keep) and keep[i]):
+            groups.setdefault(t.name, []).append(i)
+    out = list(targets)
+    for name, members in groups.items():
+        if len({targets[i].url for i in members}) < 2:
+            continue
+        parts = {i: urlsplit(targets[i].url) for i in members}
+        paths = Counter(p.path for p in parts.values())
+        for i, p in parts.items():
+            suffix = p.path if paths[p.path] == 1 or not p.query else f"{p.path}?{p.query}"
+            out[i] = replace(targets[i], name=name + suffix)
+    return out
 
 
 def prometheus_from_url(url: str) -> Target:
@@ -347,7 +379,9 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
         raw = doc["targets"]
         if not isinstance(raw, list):
             raise r.error("targets", "an array of tables ([[targets]])", raw)
-        targets = tuple(_target(r, t, f"targets[{i}]", base) for i, t in enumerate(raw))
+        named = [isinstance(t, dict) and "name" in t for t in raw]
+        targets = tuple(distinct_names([_target(r, t, f"targets[{i}]", base) for i, t in enumerate(raw)],
+                                       keep=named))
         seen: dict[str, int] = {}
         for i, t in enumerate(targets):
             if t.name in seen:
@@ -402,29 +436,7 @@ def load_settings(
         if value is not None:
             kwargs[name] = cli.number(value, flag, positive=True)
             origin[name] = (_CLI, flag)
-    if urls and prometheus_url is not None:
-        raise cli.error("--prometheus", "either /metrics URLs or --prometheus, not both (ptmon reads the targets "
-                        "through Prometheus, or scrapes them itself)", show_got=False)
-    if prometheus_url is not None:
-        try:
-            kwargs["prometheus"] = prometheus_from_url(prometheus_url)
-        except ValueError as exc:
-            raise cli.error("--prometheus", str(exc), prometheus_url) from None
-        kwargs.pop("targets", None)
-    if urls:
-        kwargs.pop("prometheus", None)
-        targets = []
-        seen: set[str] = set()
-        for i, url in enumerate(urls):
-            try:
-                t = target_from_url(url)
-            except ValueError as exc:
-                raise cli.error(f"URL {i + 1}", str(exc), url) from None
-            if t.name in seen:
-                raise cli.error(f"URL {i + 1}", f"each target once ({t.name} is given twice)", show_got=False)
-            seen.add(t.name)
-            targets.append(t)
-        kwargs["targets"] = tuple(targets)
+    _cli_source(cli, kwargs, urls=urls, prometheus_url=prometheus_url)
     if run is not None:
         if not run:
             raise cli.error("--run", "a run name (the run label of the targets' run info)", run)
@@ -439,24 +451,50 @@ def load_settings(
     if kwargs.get("prometheus") is not None and "max_body_bytes" not in kwargs:
         kwargs["max_body_bytes"] = PROMETHEUS_MAX_BODY_BYTES
     settings = Settings(**kwargs)
-    if settings.timeout_s is not None and settings.timeout_s >= settings.interval_s:
-        # A scrape that may run past its next turn delays every reading of that
-        # target; Prometheus refuses scrape_timeout > scrape_interval for the same reason.
+    _check_timing(settings, origin)
+    return settings
+
+
+def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], prometheus_url: str | None) -> None:
+    """``--prometheus`` or the URLs, in place of the file's source."""
+    if urls and prometheus_url is not None:
+        raise cli.error("--prometheus", "either /metrics URLs or --prometheus, not both (ptmon reads the targets "
+                        "through Prometheus, or scrapes them itself)", show_got=False)
+    if prometheus_url is not None:
+        try:
+            kwargs["prometheus"] = prometheus_from_url(prometheus_url)
+        except ValueError as exc:
+            raise cli.error("--prometheus", str(exc), prometheus_url) from None
+        kwargs.pop("targets", None)
+    if urls:
+        kwargs.pop("prometheus", None)
+        targets = []
+        for i, url in enumerate(urls):
+            try:
+                targets.append(target_from_url(url))
+            except ValueError as exc:
+                raise cli.error(f"URL {i + 1}", str(exc), url) from None
+        seen: set[str] = set()
+        for i, t in enumerate(targets := distinct_names(targets)):
+            if t.name in seen:
+                raise cli.error(f"URL {i + 1}", f"each target once ({t.name} is given twice)", show_got=False)
+            seen.add(t.name)
+        kwargs["targets"] = tuple(targets)
+
+
+def _check_timing(settings: Settings, origin: Mapping[str, tuple[str, str]]) -> None:
+    """The timeout shorter than the interval and the window two intervals long, naming whichever key set them."""
+    isrc, ikey = origin.get("interval_s", ("", ""))
+    from_where = f"{ikey} in {isrc}" if isrc else "the default"
+    if not timeout_fits(settings.interval_s, settings.timeout_s):
         src, key = origin["timeout_s"]
-        isrc, ikey = origin.get("interval_s", ("", ""))
-        from_where = f"{ikey} in {isrc}" if isrc else "the default"
         raise ConfigError(src, key, f"a timeout shorter than the interval ({settings.interval_s:g} s, "
                           f"from {from_where})", settings.timeout_s)
-    if settings.window_s < 2 * settings.interval_s:
-        # A window holding one scrape leaves every rate, quantile and slope unknown: say so instead.
+    if not window_fits(settings.interval_s, settings.window_s):
         if "window_s" in origin:
             src, key = origin["window_s"]
-            isrc, ikey = origin.get("interval_s", ("", ""))
-            from_where = f"{ikey} in {isrc}" if isrc else "the default"
             raise ConfigError(src, key, f"at least two scrape intervals ({2 * settings.interval_s:g} s, "
                               f"from {from_where})", settings.window_s)
         src, key = origin["interval_s"]  # the window is the default, so the interval was set
         raise ConfigError(src, key, f"at most half the window ({settings.window_s:g} s, from the default)",
                           settings.interval_s)
-    return settings
-

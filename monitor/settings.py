@@ -6,13 +6,14 @@ Plain frozen data. ``ptmon.monitor.config`` builds it from ptmon.toml and CLI fl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal
 
 __all__ = ["Target", "Thresholds", "Settings", "DEFAULT_INTERVAL_S", "DEFAULT_WINDOW_S", "WINDOWS_S",
            "DEFAULT_MAX_SERIES", "DEFAULT_MAX_BODY_BYTES", "PROMETHEUS_MAX_BODY_BYTES", "MIN_TIMEOUT_S",
-           "effective_timeout"]
+           "MIN_INTERVAL_S", "effective_timeout", "timeout_fits", "window_fits", "fit_timing"]
 
 DEFAULT_INTERVAL_S = 1.0
 DEFAULT_WINDOW_S = 300.0
@@ -24,6 +25,9 @@ DEFAULT_MAX_BODY_BYTES = 16 * 2**20  # one /metrics body, inflated
 # A Prometheus answer covers the whole fleet (and, once, the window's history): a larger default cap.
 PROMETHEUS_MAX_BODY_BYTES = 64 * 2**20
 MIN_TIMEOUT_S = 0.25
+# Faster than this a monitor only loads its targets: nothing on screen moves at 10 Hz (and a typo
+# like 1e-7 would hammer every target at a thousand requests a second).
+MIN_INTERVAL_S = 0.1
 _TIMEOUT_SHARE = 0.8  # of the interval, when no timeout is set
 
 
@@ -36,6 +40,59 @@ def effective_timeout(interval_s: float, timeout_s: float | None) -> float:
     if timeout_s is not None:
         return timeout_s
     return max(MIN_TIMEOUT_S, _TIMEOUT_SHARE * interval_s)
+
+
+# -- which (interval, window, timeout) work together: the config refuses the rest, the TUI never makes them ---
+
+
+def timeout_fits(interval_s: float, timeout_s: float | None) -> bool:
+    """A set timeout must be shorter than the interval: a scrape that may run past its next turn delays
+    every reading of that target (Prometheus refuses scrape_timeout > scrape_interval for the same reason)."""
+    return timeout_s is None or timeout_s < interval_s
+
+
+def window_fits(interval_s: float, window_s: float) -> bool:
+    """The window must hold two scrapes: with one, every rate, quantile and slope is unknown."""
+    return window_s >= 2 * interval_s
+
+
+def _first(values: Iterable[float], ok: Callable[[float], bool]) -> float | None:
+    return next((v for v in values if ok(v)), None)
+
+
+def fit_timing(interval_s: float, window_s: float, *, keep: Literal["interval", "window"],
+               timeout_s: float | None = None, intervals: Sequence[float] = (),
+               windows: Sequence[float] = WINDOWS_S) -> tuple[float, float]:
+    """The (interval, window) nearest the one asked for that the config accepts, keeping the one just changed.
+
+    For the TUI's keys, which step one of the two: where the pair would be
+    refused (every 1m with a 1m window), the other one moves instead, along
+    its steps (``intervals``, ``windows``): the window up to the first step
+    holding two intervals (else exactly two), the interval down to the last
+    step that fits the window (else exactly half of it). An interval that can
+    never be (below the minimum, or not above the configured timeout) moves
+    up to the first step that can (else to the least that can), whichever
+    one was kept; a window too short for any interval that can be moves up.
+    """
+    def interval_ok(i: float) -> bool:
+        return i >= MIN_INTERVAL_S and timeout_fits(i, timeout_s)
+
+    least = max(MIN_INTERVAL_S, 2 * timeout_s if timeout_s is not None else 0.0)
+    floor = _first(sorted(intervals), interval_ok) or least  # the shortest interval that can be
+
+    def window_for(i: float, w: float) -> float:
+        return w if window_fits(i, w) else _first(sorted(windows), lambda x: window_fits(i, x)) or 2 * i
+
+    interval = interval_s if interval_ok(interval_s) else max(floor, interval_s)
+    if keep == "interval":
+        return interval, window_for(interval, window_s)
+    window = window_for(floor, window_s)
+    if window_fits(interval, window):
+        return interval, window
+    below = _first(sorted(intervals, reverse=True), lambda i: interval_ok(i) and window_fits(i, window))
+    if below is not None:
+        return below, window
+    return (window / 2 if interval_ok(window / 2) else floor), window
 
 
 @dataclass(frozen=True, slots=True)

@@ -254,6 +254,29 @@ def test_command_line_mistakes_name_the_flag_or_the_url() -> None:
         load_settings(urls=["h:1", "http://h:1/metrics"])
 
 
+def test_two_urls_on_one_host_port_are_two_targets_named_by_what_tells_them_apart() -> None:
+    # The blackbox exporter's /probe, exporter-exporter's /proxy, a reverse proxy: several targets, one port.
+    s = load_settings(urls=["127.0.0.1:19115", "http://127.0.0.1:19115/probe?target=a&module=http",
+                            "http://127.0.0.1:19115/probe?target=b&module=http", "other:9100"])
+    assert [(t.name, t.url) for t in s.targets] == [
+        ("127.0.0.1:19115/metrics", "http://127.0.0.1:19115/metrics"),
+        ("127.0.0.1:19115/probe?target=a&module=http", "http://127.0.0.1:19115/probe?target=a&module=http"),
+        ("127.0.0.1:19115/probe?target=b&module=http", "http://127.0.0.1:19115/probe?target=b&module=http"),
+        ("other:9100", "http://other:9100/metrics")]  # alone on its port: host:port, as before
+    paths = load_settings(urls=["h:1/metrics", "h:1/proxy"])
+    assert [t.name for t in paths.targets] == ["h:1/metrics", "h:1/proxy"]  # the path tells them apart
+    # One URL twice is still one target given twice.
+    with pytest.raises(ConfigError, match=r"^command line: URL 3: expected each target once \(h:1/metrics is"):
+        load_settings(urls=["h:1", "h:1/proxy", "http://h:1/metrics"])
+
+
+def test_the_file_names_two_targets_on_one_port_alike_unless_it_names_them(tmp_path: Path) -> None:
+    path = write(tmp_path, "[[targets]]\nurl = 'h:1/probe?target=a'\n[[targets]]\nurl = 'h:1/probe?target=b'\n"
+                           "[[targets]]\nname = 'mine'\nurl = 'h:1/metrics'\n")
+    assert [t.name for t in load_settings(config_path=path).targets] == [
+        "h:1/probe?target=a", "h:1/probe?target=b", "mine"]
+
+
 def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sub = tmp_path / "conf"
     sub.mkdir()

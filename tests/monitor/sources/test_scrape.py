@@ -832,3 +832,39 @@ async def test_a_longer_interval_is_measured_from_the_last_poll_not_started_agai
         scraper.set_interval(30.0)
         await _until(lambda: len(delays) == 2)
     assert 9.0 < delays[0] <= 10.0 and 29.0 < delays[1] <= 30.0 and delays[1] - delays[0] == pytest.approx(20, abs=0.5)
+
+
+async def test_two_paths_on_one_host_port_are_scraped_as_two_targets() -> None:
+    from ptmon.monitor.config import load_settings
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
+            body = b"probe_success 1\n" if self.path.startswith("/probe") else b"node_load1 0.5\n"
+            if self.path.endswith("target=b"):
+                body = b"probe_success 0\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"127.0.0.1:{server.server_port}"
+        settings = load_settings(urls=[base, f"http://{base}/probe?target=a", f"http://{base}/probe?target=b"])
+        store = Store()
+        scraper = Scraper.from_settings(settings, store=store)
+        async with scraper:
+            await scraper.scrape_once()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    names = [f"{base}/metrics", f"{base}/probe?target=a", f"{base}/probe?target=b"]
+    assert [(h.name, h.up) for h in scraper.health()] == [(n, True) for n in names]
+    assert _value(store, names[0], "node_load1") == 0.5
+    assert (_value(store, names[1], "probe_success"), _value(store, names[2], "probe_success")) == (1.0, 0.0)
