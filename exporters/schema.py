@@ -259,6 +259,10 @@ PROMETHEUS_SCRAPE_SERIES: Final = (PROMETHEUS_UP, PROMETHEUS_SCRAPE_DURATION, PR
 TARGET_NAME_LABEL: Final = "ptmon_name"
 # The demo's jobs, one per role: posttrain-trainer, posttrain-rollout, posttrain-eval.
 DEMO_JOB_PREFIX: Final = "posttrain-"
+# What the monitor reads: its own metrics, inference engines', DCGM's. A target exposing none of these
+# answers but shows nothing ("nothing recognised").
+OWN_PREFIX: Final = "posttrain_"
+READ_PREFIXES: Final = (OWN_PREFIX, *ENGINE_PREFIXES, DCGM_PREFIX)
 
 __all__ += [
     "PROMETHEUS_UP",
@@ -267,4 +271,6 @@ __all__ += [
     "PROMETHEUS_SCRAPE_SERIES",
     "TARGET_NAME_LABEL",
     "DEMO_JOB_PREFIX",
+    "OWN_PREFIX",
+    "READ_PREFIXES",
 ]

@@ -6,9 +6,19 @@ import zlib
 
 import httpx
 
-from ptmon.monitor.sources.errors import BadBody, BodyTooLarge
+from ptmon.monitor.sources.errors import BadAnswer, BadBody, BodyTooLarge
 
-__all__ = ["read_capped"]
+__all__ = ["read_capped", "refuse_web_page"]
+
+_PAGES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+def refuse_web_page(response: httpx.Response, *, expected: str) -> None:
+    """A web page where ``expected`` was asked for (a login page, a proxy's error page, a dashboard's UI)
+    is said to be one, before its body is read, rather than parsed into an error about its first line."""
+    media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media in _PAGES:
+        raise BadAnswer(f"got {media}, not {expected} (a login page?)")
 
 
 async def read_capped(response: httpx.Response, limit: int) -> bytes:

@@ -30,6 +30,7 @@ __all__ = [
     "BadStatus",
     "BadAnswer",
     "CredentialsError",
+    "NotHTTPError",
     "fetching",
     "connect_message",
     "series_limit_error",
@@ -77,11 +78,31 @@ class BadStatus(FetchError):
 
 
 class BadAnswer(FetchError):
-    """A 200 whose body is not the answer asked for (not the API's JSON, a failed query)."""
+    """A 200 whose body is not what was asked for: a web page instead of metrics, not the API's JSON,
+    a failed query."""
 
 
 class CredentialsError(FetchError):
     """A credentials file that cannot be used now (missing, unreadable, empty); its content is never shown."""
+
+
+class NotHTTPError(httpx.RemoteProtocolError):
+    """The transport's word for a peer whose answer does not start as HTTP's does; ``sent`` is its start."""
+
+    def __init__(self, sent: bytes, *, request: httpx.Request) -> None:
+        super().__init__(not_http_message(sent), request=request)
+        self.sent = sent
+
+
+def not_http_message(sent: bytes) -> str:
+    """What a peer that is not an HTTP server sent, when it is a line of text (SSH's banner, an SMTP or
+    Redis greeting); TLS records are named; anything else is just not HTTP."""
+    if len(sent) >= 2 and sent[0] in (0x15, 0x16) and sent[1] == 0x03:
+        return "not an HTTP response (the server speaks TLS: use https://)"
+    line = sent.split(b"\n", 1)[0].rstrip(b"\r")
+    if line and all(0x20 <= b < 0x7F for b in line):
+        return f"not an HTTP server (it sent {line.decode('ascii')[:60]!r})"
+    return "not an HTTP response"
 
 
 def format_size(n: int) -> str:
@@ -123,6 +144,10 @@ _ERRNO_MESSAGES = {
 }
 
 
+# OpenSSL's reason when the first record back is not TLS at all: an HTTP server's "HTTP/1.0 400" answer.
+_PLAIN_HTTP_REASONS = frozenset({"WRONG_VERSION_NUMBER", "HTTP_REQUEST"})
+
+
 def connect_message(exc: Exception) -> str:
     """Why a connection failed, in a few words, from the root cause httpx wraps."""
     for cause in _causes(exc):
@@ -130,6 +155,8 @@ def connect_message(exc: Exception) -> str:
             detail = f": {cause.verify_message}" if cause.verify_message else ""
             return f"TLS certificate verify failed{detail}"
         if isinstance(cause, ssl.SSLError):
+            if cause.reason in _PLAIN_HTTP_REASONS:
+                return "the server speaks plain HTTP: use http://"
             return f"TLS: {cause.reason or cause}"
         if isinstance(cause, socket.gaierror):
             return "cannot resolve host"
@@ -158,5 +185,7 @@ async def fetching(timeout: float) -> AsyncIterator[None]:
         raise FetchTimeout(f"timed out after {timeout:g} s") from None
     except httpx.ConnectError as exc:
         raise ConnectFailed(connect_message(exc)) from None
+    except NotHTTPError as exc:
+        raise ProtocolFailed(str(exc)) from None
     except httpx.HTTPError as exc:
         raise ProtocolFailed(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None

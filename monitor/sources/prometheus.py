@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from ptmon.monitor.dashboard import TargetHealth
 from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.settings import PROMETHEUS_MAX_BODY_BYTES, Settings, Target
 from ptmon.monitor.sources.auth import auth_for
-from ptmon.monitor.sources.body import read_capped
+from ptmon.monitor.sources.body import read_capped, refuse_web_page
 from ptmon.monitor.sources.errors import BadStatus, BodyTooLarge, FetchError, fetching, short
 from ptmon.monitor.sources.poller import Poller, PollState
 from ptmon.monitor.sources.prometheus_api import api_error, parse_matrix, parse_vector
@@ -70,8 +69,7 @@ _THREAD_DECODE_BYTES = 256 * 1024
 _ERROR_BODY_BYTES = 64 * 1024  # an error answer's body is read this far, for the API's reason
 _TLS_KEY = (True, None)  # one server, one client
 
-_OWN_PREFIX = os.path.commonprefix([schema.RUN_INFO.name, schema.ROLLOUTS.name, schema.GPUS.name])  # posttrain_
-PREFIXES = (_OWN_PREFIX, *schema.ENGINE_PREFIXES, schema.DCGM_PREFIX)
+PREFIXES = schema.READ_PREFIXES
 # Series nothing on the Dashboard reads: not fetched (each rollout worker's rollout-time buckets, per env,
 # are about 30% of what it exposes).
 UNREAD = (schema.ROLLOUT_SECONDS.bucket,)
@@ -180,7 +178,7 @@ class PrometheusSource(Poller[_ServerState]):
         if self._run_name is not None:
             return (f"no target of run {self._run_name!r} in Prometheus yet "
                     f"(none exposes {schema.RUN_INFO.name} with it)")
-        return "no posttrain_, engine or DCGM series in Prometheus yet"
+        return f"Prometheus {self._server.name} answered, but holds no posttrain_, engine or DCGM series"
 
     def _waiting(self) -> str | None:
         """While the first query (the window's history, allowed 10 s) is late, say so rather than nothing."""
@@ -293,6 +291,7 @@ class PrometheusSource(Poller[_ServerState]):
             try:
                 if response.status_code != 200:
                     raise await _status_error(response)
+                refuse_web_page(response, expected="a Prometheus API answer")
                 return await read_capped(response, self._max_body)
             finally:
                 await response.aclose()

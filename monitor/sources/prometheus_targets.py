@@ -111,7 +111,9 @@ class RemoteTargets:
             out.append(TargetHealth(
                 name=r.name, url=r.key[1], role=None, up=up, last_scrape=r.last_up_ts,
                 last_success=r.last_success, scrape_seconds=r.scrape_seconds, samples=r.samples,
-                series=self._store.series_count(r.name), dropped_series=r.dropped_series, error=error))
+                series=self._store.series_count(r.name), dropped_series=r.dropped_series, error=error,
+                # Listed for its job, but none of its own series is one ptmon reads (or fetches).
+                recognised=r.ingested_ts > -math.inf if r.last_success is not None else None))
         return tuple(out)
 
     # -- one answer --------------------------------------------------------------

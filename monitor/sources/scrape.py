@@ -18,12 +18,13 @@ from dataclasses import dataclass
 
 import httpx
 
+from ptmon.exporters import schema
 from ptmon.monitor import parse as _parse
 from ptmon.monitor.dashboard import TargetHealth
 from ptmon.monitor.parse import ExpositionParser, Sample
 from ptmon.monitor.settings import DEFAULT_MAX_BODY_BYTES, Settings, Target, effective_timeout
 from ptmon.monitor.sources.auth import auth_for
-from ptmon.monitor.sources.body import read_capped
+from ptmon.monitor.sources.body import read_capped, refuse_web_page
 from ptmon.monitor.sources.errors import (
     BadBody,
     BadStatus,
@@ -67,11 +68,18 @@ class _TargetState(PollState):
     last_success: float | None = None
     samples: int = 0
     dropped_series: int = 0
+    recognised: bool | None = None
 
     def failed(self, error: str, *, at: float, seconds: float | None) -> None:
         PollState.failed(self, error, at=at, seconds=seconds)
         self.samples = 0
         self.dropped_series = 0
+        self.recognised = None
+
+
+def _recognised(samples: list[Sample]) -> bool:
+    """Whether a page carries anything ptmon reads (its own metrics, an engine's, DCGM's)."""
+    return any(s.name.startswith(schema.READ_PREFIXES) for s in samples)
 
 
 def _decode_and_parse(parser: ExpositionParser, body: bytes, openmetrics: bool) -> list[Sample]:
@@ -160,6 +168,7 @@ class Scraper(Poller[_TargetState]):
                 series=self._store.series_count(st.target.name),
                 dropped_series=st.dropped_series,
                 error=st.error,
+                recognised=st.recognised,
             )
             for st in self._states
         )
@@ -197,6 +206,7 @@ class Scraper(Poller[_TargetState]):
         st.last_success = st.last_attempt
         st.samples = len(samples)
         st.dropped_series = result.dropped_series
+        st.recognised = _recognised(samples)
         if result.dropped_series:
             st.error = series_limit_error(self._store.max_series, result.dropped_series)
 
@@ -223,6 +233,7 @@ class Scraper(Poller[_TargetState]):
                         if response.status_code != 200:
                             raise BadStatus(f"HTTP {response.status_code} {response.reason_phrase}".strip(),
                                             status=response.status_code)
+                        refuse_web_page(response, expected="Prometheus metrics")
                         body = await read_capped(response, self._max_body)
                         return body, response.headers.get("content-type")
                 finally:

@@ -16,12 +16,14 @@ from collections.abc import AsyncIterator
 import h11
 import httpx
 
-from ptmon.monitor.sources.errors import short
+from ptmon.monitor.sources.errors import NotHTTPError, short
 
 __all__ = ["StreamTransport", "USER_AGENT", "make_client"]
 
 USER_AGENT = "ptmon"
 _READ_BYTES = 64 * 1024
+_SNIFF_BYTES = 80  # of an answer's start kept to say what a peer that is not HTTP sent
+_HTTP_START = b"HTTP/"
 _KEEPALIVE_S = 5.0  # an idle connection older than this is closed, not reused (httpx's default expiry)
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter, h11.Connection]
 
@@ -94,8 +96,9 @@ class StreamTransport(httpx.AsyncBaseTransport):
             except h11.LocalProtocolError as exc:  # e.g. a header value with a newline: refused, as httpcore does
                 raise httpx.LocalProtocolError(str(exc), request=request) from exc
             writer.write(data)
+            head = bytearray()  # the answer's first bytes, to tell a peer that is not HTTP at all
             while True:
-                event = await _next_event(conn, request)
+                event = await _next_event(conn, request, head=head)
                 if isinstance(event, h11.Response):
                     break
                 # 1xx informational answers are skipped, as httpcore does.
@@ -143,7 +146,10 @@ class StreamTransport(httpx.AsyncBaseTransport):
                 writer.close()
 
 
-async def _next_event(conn: _Conn, request: httpx.Request) -> object:
+async def _next_event(conn: _Conn, request: httpx.Request, *, head: bytearray | None = None) -> object:
+    """The next h11 event; ``head`` (while the response's head is awaited) collects its first bytes, so a
+    peer that is not an HTTP server (SSH's banner, binary junk) is said to be so at once, not after the
+    deadline h11 would wait for a blank line."""
     reader, _, h = conn
     try:
         while True:
@@ -153,8 +159,15 @@ async def _next_event(conn: _Conn, request: httpx.Request) -> object:
             data = await reader.read(_READ_BYTES)
             if not data and h.their_state is h11.SEND_RESPONSE:
                 raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+            if head is not None and len(head) < _SNIFF_BYTES:
+                head += data[: _SNIFF_BYTES - len(head)]
+                start = bytes(head).lstrip(b"\r\n")[: len(_HTTP_START)]
+                if not _HTTP_START.startswith(start):
+                    raise NotHTTPError(bytes(head), request=request)
             h.receive_data(data)
     except h11.RemoteProtocolError as exc:
+        if head is not None:  # the status line or headers are not HTTP's
+            raise NotHTTPError(bytes(head), request=request) from exc
         raise httpx.RemoteProtocolError(str(exc) or "protocol error", request=request) from exc
     except OSError as exc:
         raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc

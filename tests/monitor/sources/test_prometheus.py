@@ -15,7 +15,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -563,7 +565,8 @@ async def test_before_any_target_one_row_says_what_the_server_holds() -> None:
     await src.scrape_once()
     (row,) = src.health()
     assert (row.name, row.url, row.up, row.last_success) == ("prom:9090", "http://prom:9090", None, None)
-    assert row.error == "no posttrain_, engine or DCGM series in Prometheus yet"  # a node exporter is not listed
+    # A node exporter is not listed; the server answered, and the row says so.
+    assert row.error == "Prometheus prom:9090 answered, but holds no posttrain_, engine or DCGM series"
     await src.aclose()
 
 
@@ -973,3 +976,71 @@ async def test_a_shorter_interval_wakes_the_poll_loop_at_once() -> None:
         assert polls[settled] - changed < 1.0
     finally:
         await src.aclose()
+
+
+@contextmanager
+def _fake_prometheus(respond: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
+    """A real HTTP server on loopback standing in for Prometheus's query API."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
+            respond(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _send(h: BaseHTTPRequestHandler, body: bytes, content_type: str) -> None:
+    h.send_response(200)
+    h.send_header("Content-Type", content_type)
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+async def test_a_login_page_where_the_api_should_be_is_named_so() -> None:
+    page = b"<!doctype html><html><head><title>Sign in</title></head></html>"
+    with _fake_prometheus(lambda h: _send(h, page, "text/html; charset=utf-8")) as address:
+        src = PrometheusSource(prometheus_from_url(address), store=Store(), timeout_s=2.0)
+        async with src:
+            await src.scrape_once()
+    (row,) = src.health()
+    assert row.up is False
+    assert row.error == f"Prometheus {address}: got text/html, not a Prometheus API answer (a login page?)"
+
+
+def test_snapshot_of_a_server_holding_no_ptmon_series_says_it_answered(capsys: pytest.CaptureFixture[str]) -> None:
+    from ptmon.monitor.cli import main
+
+    node_only = matrix(({"__name__": "up", "job": "node", "instance": "n:9100"}, [(time.time(), 1)]))
+    with _fake_prometheus(lambda h: _send(h, node_only, "application/json")) as address:
+        code = main(["snapshot", "--prometheus", address, "--over", "0.6", "--interval", "0.25", "--json"])
+    out = capsys.readouterr()
+    assert code == 1
+    assert out.err == f"ptmon snapshot: Prometheus {address} answered, but holds no posttrain_, engine or DCGM series\n"
+    (row,) = json.loads(out.out)["targets"]
+    assert row["up"] is None and row["last_scrape"] is not None  # it answered; there is nothing to show
+
+
+async def test_a_target_in_a_ptmon_job_with_nothing_ptmon_reads_is_listed_up_but_not_recognised() -> None:
+    # The shipped config scrapes every file_sd target in one job: a node exporter put there is listed.
+    job = {"job": "ptmon"}
+    answer = matrix(({"__name__": ROLLOUTS, "env": "math", "outcome": "ok", "instance": "a:1", **job}, [(1.0, 3)]),
+                    ({"__name__": "up", "instance": "a:1", **job}, [(1.0, 1)]),
+                    ({"__name__": "up", "instance": "n:9100", **job}, [(1.0, 1)]),
+                    ({"__name__": "scrape_samples_scraped", "instance": "n:9100", **job}, [(1.0, 812)]))
+    src = source(Answers(answer))
+    await src.scrape_once()
+    health = {h.name: h for h in src.health()}
+    assert (health["a:1"].up, health["a:1"].recognised) == (True, True)
+    assert (health["n:9100"].up, health["n:9100"].recognised, health["n:9100"].samples) == (True, False, 812)
+    await src.aclose()

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -868,3 +869,122 @@ async def test_two_paths_on_one_host_port_are_scraped_as_two_targets() -> None:
     assert [(h.name, h.up) for h in scraper.health()] == [(n, True) for n in names]
     assert _value(store, names[0], "node_load1") == 0.5
     assert (_value(store, names[1], "probe_success"), _value(store, names[2], "probe_success")) == (1.0, 0.0)
+
+
+# -- errors that say what is wrong, from real peers on loopback ---------------------------------------
+
+
+@contextmanager
+def _raw_peer(answer: bytes, *, read_first: bool) -> Iterator[int]:
+    """A TCP peer that sends ``answer`` (after reading the request, or at once like SSH) and then waits."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    conns: list[socket.socket] = []
+
+    def run() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conns.append(conn)
+            if read_first:
+                conn.recv(65536)
+            conn.sendall(answer)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() (a close alone does not, on Linux)
+        listener.close()
+        for conn in conns:
+            conn.close()
+        thread.join(timeout=5)
+
+
+@contextmanager
+def _http_server(respond: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[int]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
+            respond(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_port
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _page(h: BaseHTTPRequestHandler, body: bytes, content_type: str) -> None:
+    h.send_response(200)
+    h.send_header("Content-Type", content_type)
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+def _login(h: BaseHTTPRequestHandler) -> None:
+    if h.path == "/metrics":  # Grafana and most SSO proxies: a redirect to their login page
+        h.send_response(302)
+        h.send_header("Location", "/login")
+        h.send_header("Content-Length", "0")
+        h.end_headers()
+        return
+    _page(h, b"<!DOCTYPE html>\n<html><head><title>Grafana</title></head><body>log in</body></html>\n",
+          "text/html; charset=UTF-8")
+
+
+NODE_EXPORTER = (b"# TYPE node_load1 gauge\nnode_load1 0.31\n# TYPE node_boot_time_seconds gauge\n"
+                 b"node_boot_time_seconds 1.7e9\ngo_goroutines 9\n")
+
+
+async def _scrape_errors(targets: list[Target]) -> dict[str, str | None]:
+    scraper = Scraper(targets, store=Store(), timeout_s=2.0)
+    async with scraper:
+        await scraper.scrape_once()
+    return {h.name: h.error for h in scraper.health()}
+
+
+async def test_peers_that_are_not_what_was_asked_for_are_named_so() -> None:
+    with (_raw_peer(b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n", read_first=False) as ssh,
+          _raw_peer(bytes(range(256)) * 2, read_first=True) as junk,
+          _raw_peer(b"\x15\x03\x01\x00\x02\x02\x46", read_first=True) as tls,
+          _http_server(_login) as login,
+          _http_server(lambda h: _page(h, GOOD_BODY, "text/plain; version=0.0.4")) as plain):
+        errors = await _scrape_errors([
+            Target("ssh", f"http://127.0.0.1:{ssh}/metrics"), Target("junk", f"http://127.0.0.1:{junk}/metrics"),
+            Target("tls", f"http://127.0.0.1:{tls}/metrics"), Target("login", f"http://127.0.0.1:{login}/metrics"),
+            Target("https", f"https://127.0.0.1:{plain}/metrics")])
+    assert errors == {
+        "ssh": "not an HTTP server (it sent 'SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13')",
+        "junk": "not an HTTP response",
+        "tls": "not an HTTP response (the server speaks TLS: use https://)",
+        "login": "got text/html, not Prometheus metrics (a login page?)",
+        "https": "the server speaks plain HTTP: use http://",
+    }
+
+
+async def test_a_target_that_answers_with_nothing_ptmon_reads_is_up_but_not_recognised() -> None:
+    with (_http_server(lambda h: _page(h, NODE_EXPORTER, "text/plain; version=0.0.4")) as node,
+          _http_server(lambda h: _page(h, b"posttrain_policy_version 3\n", "text/plain")) as ours,
+          _http_server(lambda h: _page(h, b"vllm:num_requests_running 2\n", "text/plain")) as engine):
+        scraper = Scraper([Target("node", f"http://127.0.0.1:{node}/metrics"),
+                           Target("ours", f"http://127.0.0.1:{ours}/metrics"),
+                           Target("engine", f"http://127.0.0.1:{engine}/metrics"),
+                           Target("dead", f"http://127.0.0.1:{_closed_port()}/metrics")], store=Store())
+        async with scraper:
+            await scraper.scrape_once()
+    health = {h.name: h for h in scraper.health()}
+    assert (health["node"].up, health["node"].recognised, health["node"].samples) == (True, False, 3)
+    assert health["node"].error is None  # it works; it is just not something ptmon shows
+    assert (health["ours"].recognised, health["engine"].recognised, health["dead"].recognised) == (True, True, None)
