@@ -988,3 +988,38 @@ async def test_a_target_that_answers_with_nothing_ptmon_reads_is_up_but_not_reco
     assert (health["node"].up, health["node"].recognised, health["node"].samples) == (True, False, 3)
     assert health["node"].error is None  # it works; it is just not something ptmon shows
     assert (health["ours"].recognised, health["engine"].recognised, health["dead"].recognised) == (True, True, None)
+
+
+def _gzipped(payload: bytes) -> Callable[[BaseHTTPRequestHandler], None]:
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/plain; version=0.0.4")
+        h.send_header("Content-Encoding", "gzip")
+        h.send_header("Content-Length", str(len(payload)))
+        h.end_headers()
+        h.wfile.write(payload)
+    return respond
+
+
+async def test_a_multi_member_gzip_body_is_read_whole_and_trailing_garbage_is_an_error() -> None:
+    # RFC 1952 allows concatenated members (pigz, a proxy appending a chunk, `cat a.gz b.gz`); Go's reader and
+    # Python's gzip read them all. Whatever else follows a member would otherwise go unseen with its series.
+    first = b"# TYPE up_total counter\nup_total 7\n"
+    second = b'queue_depth{q="a"} 3\nqueue_depth{q="b"} 4\n'
+    members = gzip.compress(first) + gzip.compress(second)
+    with (_http_server(_gzipped(members)) as whole, _http_server(_gzipped(members + b"\0\0")) as padded,
+          _http_server(_gzipped(gzip.compress(GOOD_BODY) + b"<!-- tail -->")) as garbage,
+          _http_server(_gzipped(members[:-4])) as cut):
+        store = Store()
+        scraper = Scraper([Target(n, f"http://127.0.0.1:{p}/metrics") for n, p in
+                           (("good", whole), ("padded", padded), ("garbage", garbage), ("cut", cut))],
+                          store=store, clock=Clock())
+        async with scraper:
+            await scraper.scrape_once()
+    assert_good(scraper, store)
+    health = {h.name: h for h in scraper.health()}
+    assert (health["padded"].up, health["padded"].samples) == (True, 3)
+    assert (health["garbage"].up, health["garbage"].error) == (False, "invalid gzip body: data after the compressed "
+                                                                      "stream")
+    assert store.series_count("garbage") == 0
+    assert (health["cut"].up, health["cut"].error) == (False, "truncated gzip body")
