@@ -21,10 +21,12 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ptmon.exporters.schema import ROLES
 from ptmon.monitor.settings import (
+    MIN_INTERVAL_S,
     PROMETHEUS_MAX_BODY_BYTES,
     Settings,
     Target,
     Thresholds,
+    secret_problem,
     timeout_fits,
     window_fits,
 )
@@ -235,13 +237,47 @@ def _path(value: str, base: str) -> str:
     return value if os.path.isabs(value) else os.path.normpath(os.path.join(base, value))
 
 
-def _read_secret(r: _Reader, path: str, key: str) -> str:
+def _read_secret(r: _Reader, path: str, key: str, *, what: str) -> str:
+    """A secret file's content, ends stripped; one that cannot go into a header is an error naming the
+    file and why, never quoting it."""
     try:
         with open(path, encoding="utf-8") as f:
-            return f.read().strip()
+            secret = f.read().strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise r.error(key, f"a readable file ({path}: {reason})", show_got=False) from None
+    problem = secret_problem(secret)
+    if problem is not None:
+        raise r.error(key, f"a file holding the {what} on one line ({path} has {problem}; "
+                      "its content is not shown)", show_got=False)
+    return secret
+
+
+def _bearer_file(r: _Reader, value: object, key: str, base: str) -> str:
+    """The token file's path. It is read at scrape time (and re-read when it changes: token files rotate),
+    so one missing now may appear later; one that is there is checked now."""
+    path = _path(r.string(value, key), base)
+    if os.path.isfile(path):
+        _read_secret(r, path, key, what="token")
+    return path
+
+
+def _basic_auth(r: _Reader, raw: object, key: str, base: str) -> tuple[str, str]:
+    b = r.table(raw, key)
+    r.no_unknown(b, _BASIC_KEYS, key)
+    if "username" not in b:
+        raise r.error(f"{key}.username", "a username (required)", show_got=False)
+    user = r.string(b["username"], f"{key}.username")
+    if "password" in b and "password_file" in b:
+        raise r.error(key, "password or password_file, not both", show_got=False)
+    if "password_file" in b:
+        pkey = f"{key}.password_file"
+        return user, _read_secret(r, _path(r.string(b["password_file"], pkey), base), pkey, what="password")
+    if "password" in b:
+        if not isinstance(b["password"], str):
+            raise r.error(f"{key}.password", "a string", show_got=False)  # never echo a secret
+        return user, b["password"]
+    raise r.error(key, "password or password_file", show_got=False)
 
 
 def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[str] = _TARGET_KEYS,
@@ -254,33 +290,15 @@ def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[
     try:
         parsed = from_url(url)
     except ValueError as exc:
-        raise r.error(f"{key}.url", str(exc), url) from None
+        raise r.error(f"{key}.url", str(exc), _without_credentials(url)) from None
     name = r.string(t["name"], f"{key}.name") if "name" in t else parsed.name
     role = r.role(t["role"], f"{key}.role") if "role" in t else None
     bearer = None
     if "bearer_token_file" in t:
-        # Read at scrape time (and re-read when it changes): token files rotate.
-        bearer = _path(r.string(t["bearer_token_file"], f"{key}.bearer_token_file"), base)
+        bearer = _bearer_file(r, t["bearer_token_file"], f"{key}.bearer_token_file", base)
     basic = parsed.basic_auth
     if "basic_auth" in t:
-        bkey = f"{key}.basic_auth"
-        b = r.table(t["basic_auth"], bkey)
-        r.no_unknown(b, _BASIC_KEYS, bkey)
-        if "username" not in b:
-            raise r.error(f"{bkey}.username", "a username (required)", show_got=False)
-        user = r.string(b["username"], f"{bkey}.username")
-        if "password" in b and "password_file" in b:
-            raise r.error(bkey, "password or password_file, not both", show_got=False)
-        if "password_file" in b:
-            pkey = f"{bkey}.password_file"
-            password = _read_secret(r, _path(r.string(b["password_file"], pkey), base), pkey)
-        elif "password" in b:
-            if not isinstance(b["password"], str):
-                raise r.error(f"{bkey}.password", "a string", show_got=False)  # never echo a secret
-            password = b["password"]
-        else:
-            raise r.error(bkey, "password or password_file", show_got=False)
-        basic = (user, password)
+        basic = _basic_auth(r, t["basic_auth"], f"{key}.basic_auth", base)
     if bearer is not None and basic is not None:
         raise r.error(key, "bearer_token_file or basic_auth, not both", show_got=False)
     ca_file = None
@@ -292,6 +310,18 @@ def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[
     verify = r.boolean(t["verify_tls"], f"{key}.verify_tls") if "verify_tls" in t else True
     return Target(name=name, url=parsed.url, role=role, bearer_token_file=bearer, basic_auth=basic,
                   ca_file=ca_file, verify_tls=verify)
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` as it may be shown in an error: a user:password@ in it replaced by ``***@``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, tail = rest.partition("/")
+    if "@" not in authority:
+        return url
+    shown = "***@" + authority.rsplit("@", 1)[1] + slash + tail
+    return f"{scheme}://{shown}" if sep else shown
 
 
 # What each threshold may be; a value outside can never fire, or always does (a typo, not a choice).
@@ -464,7 +494,7 @@ def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], pr
         try:
             kwargs["prometheus"] = prometheus_from_url(prometheus_url)
         except ValueError as exc:
-            raise cli.error("--prometheus", str(exc), prometheus_url) from None
+            raise cli.error("--prometheus", str(exc), _without_credentials(prometheus_url)) from None
         kwargs.pop("targets", None)
     if urls:
         kwargs.pop("prometheus", None)
@@ -473,7 +503,7 @@ def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], pr
             try:
                 targets.append(target_from_url(url))
             except ValueError as exc:
-                raise cli.error(f"URL {i + 1}", str(exc), url) from None
+                raise cli.error(f"URL {i + 1}", str(exc), _without_credentials(url)) from None
         seen: set[str] = set()
         for i, t in enumerate(targets := distinct_names(targets)):
             if t.name in seen:
@@ -486,6 +516,9 @@ def _check_timing(settings: Settings, origin: Mapping[str, tuple[str, str]]) -> 
     """The timeout shorter than the interval and the window two intervals long, naming whichever key set them."""
     isrc, ikey = origin.get("interval_s", ("", ""))
     from_where = f"{ikey} in {isrc}" if isrc else "the default"
+    if settings.interval_s < MIN_INTERVAL_S:
+        # Faster polls only load the targets (1e-7 s hammered one at ~1,100 requests/s); nothing moves at 10 Hz.
+        raise ConfigError(isrc, ikey, f"an interval of at least {MIN_INTERVAL_S:g} s", settings.interval_s)
     if not timeout_fits(settings.interval_s, settings.timeout_s):
         src, key = origin["timeout_s"]
         raise ConfigError(src, key, f"a timeout shorter than the interval ({settings.interval_s:g} s, "

@@ -13,7 +13,7 @@ from typing import Literal
 
 __all__ = ["Target", "Thresholds", "Settings", "DEFAULT_INTERVAL_S", "DEFAULT_WINDOW_S", "WINDOWS_S",
            "DEFAULT_MAX_SERIES", "DEFAULT_MAX_BODY_BYTES", "PROMETHEUS_MAX_BODY_BYTES", "MIN_TIMEOUT_S",
-           "MIN_INTERVAL_S", "effective_timeout", "timeout_fits", "window_fits", "fit_timing"]
+           "MIN_INTERVAL_S", "effective_timeout", "timeout_fits", "window_fits", "fit_timing", "secret_problem"]
 
 DEFAULT_INTERVAL_S = 1.0
 DEFAULT_WINDOW_S = 300.0
@@ -40,6 +40,17 @@ def effective_timeout(interval_s: float, timeout_s: float | None) -> float:
     if timeout_s is not None:
         return timeout_s
     return max(MIN_TIMEOUT_S, _TIMEOUT_SHARE * interval_s)
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why a token or password (as read from its file, ends stripped) cannot go into a header, in words that
+    never quote it; None when it can. A line break inside is the usual one: an editor's second line, two
+    tokens pasted, a file written with ``echo -e``."""
+    if "\n" in secret or "\r" in secret:
+        return "a line break inside"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in secret):
+        return "a control character inside"
+    return None
 
 
 # -- which (interval, window, timeout) work together: the config refuses the rest, the TUI never makes them ---

@@ -12,7 +12,7 @@ from collections.abc import Generator
 
 import httpx
 
-from ptmon.monitor.settings import Target
+from ptmon.monitor.settings import Target, secret_problem
 from ptmon.monitor.sources.errors import CredentialsError
 
 __all__ = ["BearerTokenFile", "auth_for"]
@@ -44,6 +44,9 @@ class BearerTokenFile(httpx.Auth):
             raise CredentialsError(f"bearer token file {self._path}: {reason}") from None
         if not self._token:
             raise CredentialsError(f"bearer token file {self._path} is empty")
+        problem = secret_problem(self._token)
+        if problem is not None:
+            raise CredentialsError(f"bearer token file {self._path}: {problem} (its content is not shown)")
         return self._token
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:

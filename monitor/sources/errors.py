@@ -31,6 +31,7 @@ __all__ = [
     "BadAnswer",
     "CredentialsError",
     "NotHTTPError",
+    "InvalidRequestError",
     "fetching",
     "connect_message",
     "series_limit_error",
@@ -92,6 +93,11 @@ class NotHTTPError(httpx.RemoteProtocolError):
     def __init__(self, sent: bytes, *, request: httpx.Request) -> None:
         super().__init__(not_http_message(sent), request=request)
         self.sent = sent
+
+
+class InvalidRequestError(httpx.LocalProtocolError):
+    """The transport's word for a request HTTP refuses to carry (a header value with a line break); the
+    message names the header, never its value, which may be a credential."""
 
 
 def not_http_message(sent: bytes) -> str:
@@ -185,7 +191,7 @@ async def fetching(timeout: float) -> AsyncIterator[None]:
         raise FetchTimeout(f"timed out after {timeout:g} s") from None
     except httpx.ConnectError as exc:
         raise ConnectFailed(connect_message(exc)) from None
-    except NotHTTPError as exc:
+    except (NotHTTPError, InvalidRequestError) as exc:  # already human: no exception name in front
         raise ProtocolFailed(str(exc)) from None
     except httpx.HTTPError as exc:
         raise ProtocolFailed(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 import h11
 import httpx
 
-from ptmon.monitor.sources.errors import NotHTTPError, short
+from ptmon.monitor.sources.errors import InvalidRequestError, NotHTTPError, short
 
 __all__ = ["StreamTransport", "USER_AGENT", "make_client"]
 
@@ -93,8 +93,9 @@ class StreamTransport(httpx.AsyncBaseTransport):
                 if body:
                     data += h.send(h11.Data(data=body))
                 data += h.send(h11.EndOfMessage())
-            except h11.LocalProtocolError as exc:  # e.g. a header value with a newline: refused, as httpcore does
-                raise httpx.LocalProtocolError(str(exc), request=request) from exc
+            except h11.LocalProtocolError:  # e.g. a header value with a newline: refused, as httpcore does
+                # h11's text quotes the value, and the value may be a token: name the header, never echo it.
+                raise InvalidRequestError(_refused(headers), request=request) from None
             writer.write(data)
             head = bytearray()  # the answer's first bytes, to tell a peer that is not HTTP at all
             while True:
@@ -144,6 +145,15 @@ class StreamTransport(httpx.AsyncBaseTransport):
         for conns in idle.values():
             for _, (_, writer, _) in conns:
                 writer.close()
+
+
+def _refused(headers: list[tuple[bytes, bytes]]) -> str:
+    """Which request header HTTP refuses, by name only (the value may be a credential)."""
+    for name, value in headers:
+        if any(b in value for b in b"\r\n\0") or value != value.strip(b" \t"):
+            return (f"request header {name.decode('latin-1')} is not valid HTTP (a line break, NUL or "
+                    f"surrounding space in it; its value is not shown)")
+    return "the request is not valid HTTP (its header values are not shown)"
 
 
 async def _next_event(conn: _Conn, request: httpx.Request, *, head: bytearray | None = None) -> object:

@@ -277,6 +277,58 @@ def test_the_file_names_two_targets_on_one_port_alike_unless_it_names_them(tmp_p
         "h:1/probe?target=a", "h:1/probe?target=b", "mine"]
 
 
+def test_an_interval_below_a_tenth_of_a_second_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(interval_s=1e-7)
+    assert str(info.value) == "command line: --interval: expected an interval of at least 0.1 s, got 1e-07"
+    path = write(tmp_path, 'interval = "50ms"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=path)
+    assert str(info.value) == f"{path}: interval: expected an interval of at least 0.1 s, got 0.05"
+    assert load_settings(interval_s=0.1).interval_s == 0.1
+
+
+SECRET = "tok-with\ninner-newline"
+
+
+@pytest.mark.parametrize("table", [
+    "bearer_token_file = 'secret'",
+    "basic_auth = { username = 'u', password_file = 'secret' }",
+])
+def test_a_secret_file_with_a_line_break_inside_is_an_error_naming_the_file_not_its_content(
+        tmp_path: Path, table: str) -> None:
+    (tmp_path / "secret").write_text(SECRET + "\n")
+    path = write(tmp_path, f"[[targets]]\nurl = 'h:1'\n{table}\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=path)
+    message = str(info.value)
+    key = "bearer_token_file" if "bearer" in table else "basic_auth.password_file"
+    what = "token" if "bearer" in table else "password"
+    assert message == (f"{path}: targets[0].{key}: expected a file holding the {what} on one line "
+                       f"({tmp_path / 'secret'} has a line break inside; its content is not shown)")
+    assert "tok-with" not in message and "newline" not in message
+    (tmp_path / "secret").write_text("one-line-token\n")  # fixed: loads
+    assert load_settings(config_path=path).targets[0].url == "http://h:1/metrics"
+
+
+def test_a_token_file_that_is_not_there_yet_is_read_at_scrape_time(tmp_path: Path) -> None:
+    path = write(tmp_path, "[[targets]]\nurl = 'h:1'\nbearer_token_file = 'later'\n")
+    assert load_settings(config_path=path).targets[0].bearer_token_file == str(tmp_path / "later")
+
+
+def test_credentials_in_a_url_never_appear_in_its_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(urls=["http://admin:hunter2@h:99999/metrics"])
+    assert "hunter2" not in str(info.value) and "***@h:99999" in str(info.value)
+    path = write(tmp_path, "[[targets]]\nurl = 'ftp://admin:hunter2@h/metrics'\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=path)
+    assert "hunter2" not in str(info.value) and "'ftp://***@h/metrics'" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        load_settings(prometheus_url="http://admin:hunter2@h:9090/?x=1")
+    assert "hunter2" not in str(info.value)
+
+
 def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sub = tmp_path / "conf"
     sub.mkdir()

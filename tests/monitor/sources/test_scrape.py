@@ -1023,3 +1023,39 @@ async def test_a_multi_member_gzip_body_is_read_whole_and_trailing_garbage_is_an
                                                                       "stream")
     assert store.series_count("garbage") == 0
     assert (health["cut"].up, health["cut"].error) == (False, "truncated gzip body")
+
+
+async def test_no_secret_reaches_an_error_text(tmp_path) -> None:
+    # A token file rotated to one with an inner newline: h11 refused the header and its error quoted it,
+    # putting the token in the targets table, the alert, the toast and the JSON.
+    token_file = tmp_path / "token"
+    token_file.write_text("good-token\n")
+    seen: list[str | None] = []
+
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        seen.append(h.headers.get("Authorization"))
+        _page(h, GOOD_BODY, "text/plain; version=0.0.4")
+
+    class Smuggled(httpx.Auth):
+        """Credentials that cannot be an HTTP header (a plugin's, a future auth kind)."""
+
+        def auth_flow(self, request: httpx.Request):  # type: ignore[no-untyped-def]
+            request.headers["X-Api-Key"] = "key-with\r\nsecret-part"
+            yield request
+
+    with _http_server(respond) as port:
+        url = f"http://127.0.0.1:{port}/metrics"
+        scraper = Scraper([Target("bearer", url, bearer_token_file=str(token_file)), Target("smuggled", url)],
+                          store=Store())
+        scraper._states[1].auth = Smuggled()  # noqa: SLF001 - no config spells such a header
+        async with scraper:
+            await scraper.scrape_once()
+            token_file.write_text("tok-with\ninner-newline\n")
+            await scraper.scrape_once()
+    bearer, smuggled = scraper.health()
+    assert seen[0] == "Bearer good-token" and len(seen) == 1  # neither bad header was sent
+    assert bearer.error == f"bearer token file {token_file}: a line break inside (its content is not shown)"
+    assert smuggled.error == ("request header X-Api-Key is not valid HTTP (a line break, NUL or surrounding "
+                              "space in it; its value is not shown)")
+    for error in (bearer.error, smuggled.error):
+        assert "tok-with" not in error and "newline" not in error and "secret-part" not in error
