@@ -15,9 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -35,6 +33,7 @@ from ptmon.monitor.settings import Settings, Target
 from ptmon.monitor.sources import PrometheusSource, Source
 from ptmon.monitor.sources.prometheus import parse_matrix, series_selector
 from ptmon.monitor.store import Store
+from tests.monitor.sources.peers import http_server, send
 
 SERVER = Target(name="prom:9090", url="http://prom:9090")
 ROLLOUTS = "posttrain_rollouts_total"
@@ -978,38 +977,10 @@ async def test_a_shorter_interval_wakes_the_poll_loop_at_once() -> None:
         await src.aclose()
 
 
-@contextmanager
-def _fake_prometheus(respond: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
-    """A real HTTP server on loopback standing in for Prometheus's query API."""
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
-            respond(self)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-def _send(h: BaseHTTPRequestHandler, body: bytes, content_type: str) -> None:
-    h.send_response(200)
-    h.send_header("Content-Type", content_type)
-    h.send_header("Content-Length", str(len(body)))
-    h.end_headers()
-    h.wfile.write(body)
-
-
 async def test_a_login_page_where_the_api_should_be_is_named_so() -> None:
     page = b"<!doctype html><html><head><title>Sign in</title></head></html>"
-    with _fake_prometheus(lambda h: _send(h, page, "text/html; charset=utf-8")) as address:
+    with http_server(lambda h: send(h, page, "text/html; charset=utf-8")) as port:
+        address = f"127.0.0.1:{port}"
         src = PrometheusSource(prometheus_from_url(address), store=Store(), timeout_s=2.0)
         async with src:
             await src.scrape_once()
@@ -1022,7 +993,8 @@ def test_snapshot_of_a_server_holding_no_ptmon_series_says_it_answered(capsys: p
     from ptmon.monitor.cli import main
 
     node_only = matrix(({"__name__": "up", "job": "node", "instance": "n:9100"}, [(time.time(), 1)]))
-    with _fake_prometheus(lambda h: _send(h, node_only, "application/json")) as address:
+    with http_server(lambda h: send(h, node_only, "application/json")) as port:
+        address = f"127.0.0.1:{port}"
         code = main(["snapshot", "--prometheus", address, "--over", "0.6", "--interval", "0.25", "--json"])
     out = capsys.readouterr()
     assert code == 1

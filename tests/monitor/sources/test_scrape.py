@@ -6,11 +6,9 @@ import asyncio
 import base64
 import gzip
 import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import httpx
 import pytest
@@ -19,6 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from ptmon.monitor.settings import Settings, Target
 from ptmon.monitor.sources import MAX_BACKOFF_S, Scraper, Source, backoff_delay, effective_timeout
 from ptmon.monitor.store import Store
+from tests.monitor.sources.peers import http_server, raw_peer, send
 
 GOOD_BODY = b"# TYPE up_total counter\nup_total 7\nqueue_depth{q=\"a\"} 3\nqueue_depth{q=\"b\"} 4\n"
 NOW = 1_700_000_000.0
@@ -690,42 +689,18 @@ async def test_redirect_loops_are_an_error_and_credentials_stay_with_the_configu
 
 
 async def test_real_starlette_style_mount_redirect_on_loopback() -> None:
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        if h.path == "/metrics":
+            send(h, b"", status=307, headers={"Location": f"http://{h.headers['Host']}/metrics/"})
+            return
+        send(h, GOOD_BODY, "text/plain; version=0.0.4")
 
-    class Handler(BaseHTTPRequestHandler):
-        server: ThreadingHTTPServer  # typeshed says BaseServer
-
-        def do_GET(self) -> None:
-            if self.path == "/metrics":
-                self.send_response(307)
-                self.send_header("Location", f"http://127.0.0.1:{self.server.server_port}/metrics/")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(GOOD_BODY)))
-            self.end_headers()
-            self.wfile.write(GOOD_BODY)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with http_server(respond) as port:
         store = Store()
-        scraper = Scraper([Target("good", f"http://127.0.0.1:{server.server_port}/metrics")], store=store,
-                          clock=Clock())
+        scraper = Scraper([Target("good", f"http://127.0.0.1:{port}/metrics")], store=store, clock=Clock())
         async with scraper:
             await scraper.scrape_once()
         assert_good(scraper, store)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 async def test_a_flood_beyond_ten_times_the_series_cap_is_refused_unparsed() -> None:
@@ -752,38 +727,17 @@ async def test_a_flood_beyond_ten_times_the_series_cap_is_refused_unparsed() -> 
 # -- interval changes -------------------------------------------------------------
 
 
-class _Counting(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        self.hits: dict[str, list[float]] = {}
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
-                outer.hits.setdefault(self.path, []).append(time.monotonic())
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(GOOD_BODY)))
-                self.end_headers()
-                self.wfile.write(GOOD_BODY)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-
-
 @pytest.fixture
-def counting() -> Iterator[_Counting]:
-    """A real HTTP server on loopback that notes when each path was fetched."""
-    server = _Counting()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+def counting() -> Iterator[tuple[int, dict[str, list[float]]]]:
+    """A real HTTP server on loopback that notes when each path was fetched: (port, path -> times)."""
+    hits: dict[str, list[float]] = {}
+
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        hits.setdefault(h.path, []).append(time.monotonic())
+        send(h, GOOD_BODY, "text/plain; version=0.0.4")
+
+    with http_server(respond) as port:
+        yield port, hits
 
 
 async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -793,26 +747,28 @@ async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         await asyncio.sleep(0.02)
 
 
-async def test_a_shorter_interval_wakes_every_target_at_once_not_after_the_old_wait(counting: _Counting) -> None:
+async def test_a_shorter_interval_wakes_every_target_at_once_not_after_the_old_wait(
+        counting: tuple[int, dict[str, list[float]]]) -> None:
     # `+` up to 1m then `-` back: each target's loop was sleeping its minute; it must poll at the new pace now.
-    base = f"http://127.0.0.1:{counting.server_port}"
+    port, hits = counting
+    base = f"http://127.0.0.1:{port}"
     paths = ("/a", "/b", "/c")
     scraper = Scraper([Target(p, base + p) for p in paths], store=Store(), interval_s=0.5)
     async with scraper:
         await scraper.start()
-        await _until(lambda: all(len(counting.hits.get(p, ())) >= 2 for p in paths))
+        await _until(lambda: all(len(hits.get(p, ())) >= 2 for p in paths))
         scraper.set_interval(60.0)
         await asyncio.sleep(0.3)  # a poll that had already begun ends
         # Each loop's next poll was due within 0.5 s; measured again against 60 s, it is not.
-        settled = {p: len(counting.hits[p]) for p in paths}
+        settled = {p: len(hits[p]) for p in paths}
         await asyncio.sleep(1.2)
-        assert {p: len(counting.hits[p]) for p in paths} == settled
+        assert {p: len(hits[p]) for p in paths} == settled
         changed = time.monotonic()
         scraper.set_interval(0.5)
-        await _until(lambda: all(len(counting.hits[p]) > settled[p] for p in paths), timeout=5.0)
-        assert all(counting.hits[p][settled[p]] - changed < 1.0 for p in paths)
+        await _until(lambda: all(len(hits[p]) > settled[p] for p in paths), timeout=5.0)
+        assert all(hits[p][settled[p]] - changed < 1.0 for p in paths)
         # ... and then keeps the new pace.
-        await _until(lambda: all(len(counting.hits[p]) >= settled[p] + 3 for p in paths), timeout=5.0)
+        await _until(lambda: all(len(hits[p]) >= settled[p] + 3 for p in paths), timeout=5.0)
 
 
 async def test_a_longer_interval_is_measured_from_the_last_poll_not_started_again() -> None:
@@ -838,33 +794,17 @@ async def test_a_longer_interval_is_measured_from_the_last_poll_not_started_agai
 async def test_two_paths_on_one_host_port_are_scraped_as_two_targets() -> None:
     from ptmon.monitor.config import load_settings
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
-            body = b"probe_success 1\n" if self.path.startswith("/probe") else b"node_load1 0.5\n"
-            if self.path.endswith("target=b"):
-                body = b"probe_success 0\n"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        body = b"probe_success 1\n" if h.path.startswith("/probe") else b"node_load1 0.5\n"
+        send(h, b"probe_success 0\n" if h.path.endswith("target=b") else body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        base = f"127.0.0.1:{server.server_port}"
+    with http_server(respond) as port:
+        base = f"127.0.0.1:{port}"
         settings = load_settings(urls=[base, f"http://{base}/probe?target=a", f"http://{base}/probe?target=b"])
         store = Store()
         scraper = Scraper.from_settings(settings, store=store)
         async with scraper:
             await scraper.scrape_once()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
     names = [f"{base}/metrics", f"{base}/probe?target=a", f"{base}/probe?target=b"]
     assert [(h.name, h.up) for h in scraper.health()] == [(n, True) for n in names]
     assert _value(store, names[0], "node_load1") == 0.5
@@ -874,74 +814,12 @@ async def test_two_paths_on_one_host_port_are_scraped_as_two_targets() -> None:
 # -- errors that say what is wrong, from real peers on loopback ---------------------------------------
 
 
-@contextmanager
-def _raw_peer(answer: bytes, *, read_first: bool) -> Iterator[int]:
-    """A TCP peer that sends ``answer`` (after reading the request, or at once like SSH) and then waits."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    conns: list[socket.socket] = []
-
-    def run() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            conns.append(conn)
-            if read_first:
-                conn.recv(65536)
-            conn.sendall(answer)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() (a close alone does not, on Linux)
-        listener.close()
-        for conn in conns:
-            conn.close()
-        thread.join(timeout=5)
-
-
-@contextmanager
-def _http_server(respond: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[int]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
-            respond(self)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_port
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-def _page(h: BaseHTTPRequestHandler, body: bytes, content_type: str) -> None:
-    h.send_response(200)
-    h.send_header("Content-Type", content_type)
-    h.send_header("Content-Length", str(len(body)))
-    h.end_headers()
-    h.wfile.write(body)
-
-
 def _login(h: BaseHTTPRequestHandler) -> None:
     if h.path == "/metrics":  # Grafana and most SSO proxies: a redirect to their login page
-        h.send_response(302)
-        h.send_header("Location", "/login")
-        h.send_header("Content-Length", "0")
-        h.end_headers()
+        send(h, b"", status=302, headers={"Location": "/login"})
         return
-    _page(h, b"<!DOCTYPE html>\n<html><head><title>Grafana</title></head><body>log in</body></html>\n",
-          "text/html; charset=UTF-8")
+    send(h, b"<!DOCTYPE html>\n<html><head><title>Grafana</title></head><body>log in</body></html>\n",
+         "text/html; charset=UTF-8")
 
 
 NODE_EXPORTER = (b"# TYPE node_load1 gauge\nnode_load1 0.31\n# TYPE node_boot_time_seconds gauge\n"
@@ -956,11 +834,11 @@ async def _scrape_errors(targets: list[Target]) -> dict[str, str | None]:
 
 
 async def test_peers_that_are_not_what_was_asked_for_are_named_so() -> None:
-    with (_raw_peer(b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n", read_first=False) as ssh,
-          _raw_peer(bytes(range(256)) * 2, read_first=True) as junk,
-          _raw_peer(b"\x15\x03\x01\x00\x02\x02\x46", read_first=True) as tls,
-          _http_server(_login) as login,
-          _http_server(lambda h: _page(h, GOOD_BODY, "text/plain; version=0.0.4")) as plain):
+    with (raw_peer(b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n", read_first=False) as ssh,
+          raw_peer(bytes(range(256)) * 2, read_first=True) as junk,
+          raw_peer(b"\x15\x03\x01\x00\x02\x02\x46", read_first=True) as tls,
+          http_server(_login) as login,
+          http_server(lambda h: send(h, GOOD_BODY, "text/plain; version=0.0.4")) as plain):
         errors = await _scrape_errors([
             Target("ssh", f"http://127.0.0.1:{ssh}/metrics"), Target("junk", f"http://127.0.0.1:{junk}/metrics"),
             Target("tls", f"http://127.0.0.1:{tls}/metrics"), Target("login", f"http://127.0.0.1:{login}/metrics"),
@@ -975,9 +853,9 @@ async def test_peers_that_are_not_what_was_asked_for_are_named_so() -> None:
 
 
 async def test_a_target_that_answers_with_nothing_ptmon_reads_is_up_but_not_recognised() -> None:
-    with (_http_server(lambda h: _page(h, NODE_EXPORTER, "text/plain; version=0.0.4")) as node,
-          _http_server(lambda h: _page(h, b"posttrain_policy_version 3\n", "text/plain")) as ours,
-          _http_server(lambda h: _page(h, b"vllm:num_requests_running 2\n", "text/plain")) as engine):
+    with (http_server(lambda h: send(h, NODE_EXPORTER, "text/plain; version=0.0.4")) as node,
+          http_server(lambda h: send(h, b"posttrain_policy_version 3\n", "text/plain")) as ours,
+          http_server(lambda h: send(h, b"vllm:num_requests_running 2\n", "text/plain")) as engine):
         scraper = Scraper([Target("node", f"http://127.0.0.1:{node}/metrics"),
                            Target("ours", f"http://127.0.0.1:{ours}/metrics"),
                            Target("engine", f"http://127.0.0.1:{engine}/metrics"),
@@ -991,14 +869,7 @@ async def test_a_target_that_answers_with_nothing_ptmon_reads_is_up_but_not_reco
 
 
 def _gzipped(payload: bytes) -> Callable[[BaseHTTPRequestHandler], None]:
-    def respond(h: BaseHTTPRequestHandler) -> None:
-        h.send_response(200)
-        h.send_header("Content-Type", "text/plain; version=0.0.4")
-        h.send_header("Content-Encoding", "gzip")
-        h.send_header("Content-Length", str(len(payload)))
-        h.end_headers()
-        h.wfile.write(payload)
-    return respond
+    return lambda h: send(h, payload, "text/plain; version=0.0.4", headers={"Content-Encoding": "gzip"})
 
 
 async def test_a_multi_member_gzip_body_is_read_whole_and_trailing_garbage_is_an_error() -> None:
@@ -1007,9 +878,9 @@ async def test_a_multi_member_gzip_body_is_read_whole_and_trailing_garbage_is_an
     first = b"# TYPE up_total counter\nup_total 7\n"
     second = b'queue_depth{q="a"} 3\nqueue_depth{q="b"} 4\n'
     members = gzip.compress(first) + gzip.compress(second)
-    with (_http_server(_gzipped(members)) as whole, _http_server(_gzipped(members + b"\0\0")) as padded,
-          _http_server(_gzipped(gzip.compress(GOOD_BODY) + b"<!-- tail -->")) as garbage,
-          _http_server(_gzipped(members[:-4])) as cut):
+    with (http_server(_gzipped(members)) as whole, http_server(_gzipped(members + b"\0\0")) as padded,
+          http_server(_gzipped(gzip.compress(GOOD_BODY) + b"<!-- tail -->")) as garbage,
+          http_server(_gzipped(members[:-4])) as cut):
         store = Store()
         scraper = Scraper([Target(n, f"http://127.0.0.1:{p}/metrics") for n, p in
                            (("good", whole), ("padded", padded), ("garbage", garbage), ("cut", cut))],
@@ -1034,7 +905,7 @@ async def test_no_secret_reaches_an_error_text(tmp_path) -> None:
 
     def respond(h: BaseHTTPRequestHandler) -> None:
         seen.append(h.headers.get("Authorization"))
-        _page(h, GOOD_BODY, "text/plain; version=0.0.4")
+        send(h, GOOD_BODY, "text/plain; version=0.0.4")
 
     class Smuggled(httpx.Auth):
         """Credentials that cannot be an HTTP header (a plugin's, a future auth kind)."""
@@ -1043,7 +914,7 @@ async def test_no_secret_reaches_an_error_text(tmp_path) -> None:
             request.headers["X-Api-Key"] = "key-with\r\nsecret-part"
             yield request
 
-    with _http_server(respond) as port:
+    with http_server(respond) as port:
         url = f"http://127.0.0.1:{port}/metrics"
         scraper = Scraper([Target("bearer", url, bearer_token_file=str(token_file)), Target("smuggled", url)],
                           store=Store())
