@@ -36,6 +36,7 @@ from ptmon.demo.pipe import PipeClosed, PipeTimeout, read_until
 from ptmon.demo.proc import CRASH_EXIT_CODE, HOST, child_argv
 from ptmon.demo.rollout import worker_name
 from ptmon.demo.scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
+from ptmon.exporters import schema
 
 __all__ = [
     "DEFAULT_SPEED",
@@ -332,9 +333,10 @@ def prometheus_config(endpoints: Sequence[Endpoint], *, interval_s: float = 1.0)
         members = [e for e in endpoints if e.role == role]
         if not members:
             continue
-        lines += [f"  - job_name: posttrain-{role}", "    static_configs:"]
+        lines += [f"  - job_name: {schema.DEMO_JOB_PREFIX}{role}", "    static_configs:"]
         for e in members:
-            lines += [f"      - targets: ['{e.address}']", f"        labels: {{ptmon_name: '{e.name}'}}"]
+            label = f"{{{schema.TARGET_NAME_LABEL}: '{e.name}'}}"
+            lines += [f"      - targets: ['{e.address}']", f"        labels: {label}"]
     return "\n".join(lines) + "\n"
 
 
@@ -345,7 +347,8 @@ def file_sd_groups(endpoints: Sequence[Endpoint]) -> list[dict[str, Any]]:
     file gives the per-role jobs; no ``role``/``run`` target label (the
     metrics carry those, see ``prometheus_config``).
     """
-    return [{"targets": [e.address], "labels": {"job": f"posttrain-{e.role}", "ptmon_name": e.name}}
+    return [{"targets": [e.address],
+             "labels": {"job": f"{schema.DEMO_JOB_PREFIX}{e.role}", schema.TARGET_NAME_LABEL: e.name}}
             for e in endpoints]
 
 

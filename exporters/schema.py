@@ -281,3 +281,29 @@ DCGM_TOTAL_ENERGY = MetricSpec("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter"
 # Behind Ray's metrics agent vLLM's names become ray_vllm_... with ':' turned into '_'.
 ENGINE_PREFIXES: Final = ("vllm:", "sglang:", "ray_vllm_", "vllm_", "sglang_")
 DCGM_PREFIX: Final = "DCGM_FI_"
+
+# -- Prometheus's own names, as the monitor reads them --------------------------------------------------
+# Series Prometheus itself writes for every target it scrapes: its health, not the target's metrics.
+PROMETHEUS_UP: Final = "up"
+PROMETHEUS_SCRAPE_DURATION: Final = "scrape_duration_seconds"
+PROMETHEUS_SCRAPE_SAMPLES: Final = "scrape_samples_scraped"
+PROMETHEUS_SCRAPE_SERIES: Final = (PROMETHEUS_UP, PROMETHEUS_SCRAPE_DURATION, PROMETHEUS_SCRAPE_SAMPLES)
+# A target label naming a target in `ptmon watch --prometheus` (the demo's file_sd and the shipped config set it).
+TARGET_NAME_LABEL: Final = "ptmon_name"
+# The demo's jobs, one per role: posttrain-trainer, posttrain-rollout, posttrain-eval.
+DEMO_JOB_PREFIX: Final = "posttrain-"
+# What the monitor reads: its own metrics, inference engines', DCGM's. A target exposing none of these
+# answers but shows nothing ("nothing recognised").
+OWN_PREFIX: Final = "posttrain_"
+READ_PREFIXES: Final = (OWN_PREFIX, *ENGINE_PREFIXES, DCGM_PREFIX)
+
+__all__ += [
+    "PROMETHEUS_UP",
+    "PROMETHEUS_SCRAPE_DURATION",
+    "PROMETHEUS_SCRAPE_SAMPLES",
+    "PROMETHEUS_SCRAPE_SERIES",
+    "TARGET_NAME_LABEL",
+    "DEMO_JOB_PREFIX",
+    "OWN_PREFIX",
+    "READ_PREFIXES",
+]

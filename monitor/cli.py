@@ -31,6 +31,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _interval(text: str) -> float:
+    """An interval in seconds, refused below the monitor's minimum (the config refuses it too)."""
+    from ptmon.monitor.settings import MIN_INTERVAL_S
+
+    value = _positive_float(text)
+    if value < MIN_INTERVAL_S:
+        raise argparse.ArgumentTypeError(f"expected an interval of at least {MIN_INTERVAL_S:g} s, got {text!r}")
+    return value
+
+
 def _add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("urls", nargs="*", metavar="URL", help="/metrics URLs to scrape (host:port is enough)")
     p.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml with targets, prices and thresholds")
@@ -39,7 +49,7 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prometheus", metavar="URL",
                    help="read the targets from this Prometheus server (or any engine with its query API) "
                    "instead of scraping them")
-    p.add_argument("--interval", type=_positive_float, metavar="S", help="scrape interval in seconds (default 1)")
+    p.add_argument("--interval", type=_interval, metavar="S", help="scrape interval in seconds (default 1)")
     p.add_argument("--window", type=_positive_float, metavar="S", help="measurement window in seconds (default 300)")
     p.add_argument("--timeout", type=_positive_float, metavar="S", help="per-target scrape timeout in seconds")
 
@@ -63,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--headless", action="store_true",
                       help="serve the exporters only; print their URLs and a prometheus.yml")
-    demo.add_argument("--interval", type=_positive_float, metavar="S", help="TUI scrape interval")
+    demo.add_argument("--interval", type=_interval, metavar="S", help="TUI scrape interval")
     demo.add_argument("--sd-file", metavar="PATH",
                       help="keep the running targets in this Prometheus file_sd JSON file (put it in the "
                       "targets/ directory of `ptmon assets` to scrape the demo with the shipped prometheus.yml)")

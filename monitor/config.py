@@ -12,6 +12,7 @@ import math
 import os
 import re
 import tomllib
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from types import MappingProxyType
@@ -19,10 +20,19 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ptmon.exporters.schema import ROLES
-from ptmon.monitor.settings import Settings, Target, Thresholds
+from ptmon.monitor.settings import (
+    MIN_INTERVAL_S,
+    PROMETHEUS_MAX_BODY_BYTES,
+    Settings,
+    Target,
+    Thresholds,
+    secret_problem,
+    timeout_fits,
+    window_fits,
+)
 
 __all__ = ["ConfigError", "load_settings", "target_from_url", "prometheus_from_url", "parse_duration",
-           "PROMETHEUS_MAX_BODY_BYTES"]
+           "distinct_names", "PROMETHEUS_MAX_BODY_BYTES"]
 
 _CLI = "command line"
 _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_bytes", "concurrency",
@@ -30,8 +40,6 @@ _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_
 _EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
 _TARGET_KEYS = frozenset({"name", "url", "role", "bearer_token_file", "basic_auth", "ca_file", "verify_tls"})
 _PROMETHEUS_KEYS = _TARGET_KEYS - {"role"}
-# A Prometheus answer covers the whole fleet (and once, the window's history): a larger default cap.
-PROMETHEUS_MAX_BODY_BYTES = 64 * 2**20
 _BASIC_KEYS = frozenset({"username", "password", "password_file"})
 _THRESHOLD_KEYS = tuple(f.name for f in fields(Thresholds))
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -122,6 +130,30 @@ def target_from_url(url: str) -> Target:
     return Target(name=netloc, url=clean, basic_auth=basic)
 
 
+def distinct_names(targets: Sequence[Target], *, keep: Sequence[bool] = ()) -> list[Target]:
+    """``targets`` with default names told apart: several on one host:port with different URLs are named
+    host:port plus the path, plus the query where the path alone does not tell them apart.
+
+    A blackbox exporter's ``/probe``, a reverse proxy or an API-server proxy
+    serves several targets on one port. A name given explicitly (``keep[i]``)
+    stays; one URL given twice keeps its name, for the caller to refuse.
+    """
+    groups: dict[str, list[int]] = {}
+    for i, t in enumerate(targets):
+        if not (i < len(keep) and keep[i]):
+            groups.setdefault(t.name, []).append(i)
+    out = list(targets)
+    for name, members in groups.items():
+        if len({targets[i].url for i in members}) < 2:
+            continue
+        parts = {i: urlsplit(targets[i].url) for i in members}
+        paths = Counter(p.path for p in parts.values())
+        for i, p in parts.items():
+            suffix = p.path if paths[p.path] == 1 or not p.query else f"{p.path}?{p.query}"
+            out[i] = replace(targets[i], name=name + suffix)
+    return out
+
+
 def prometheus_from_url(url: str) -> Target:
     """The Prometheus server to read, from its base URL (``host:9090`` is enough).
 
@@ -205,13 +237,47 @@ def _path(value: str, base: str) -> str:
     return value if os.path.isabs(value) else os.path.normpath(os.path.join(base, value))
 
 
-def _read_secret(r: _Reader, path: str, key: str) -> str:
+def _read_secret(r: _Reader, path: str, key: str, *, what: str) -> str:
+    """A secret file's content, ends stripped; one that cannot go into a header is an error naming the
+    file and why, never quoting it."""
     try:
         with open(path, encoding="utf-8") as f:
-            return f.read().strip()
+            secret = f.read().strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise r.error(key, f"a readable file ({path}: {reason})", show_got=False) from None
+    problem = secret_problem(secret)
+    if problem is not None:
+        raise r.error(key, f"a file holding the {what} on one line ({path} has {problem}; "
+                      "its content is not shown)", show_got=False)
+    return secret
+
+
+def _bearer_file(r: _Reader, value: object, key: str, base: str) -> str:
+    """The token file's path. It is read at scrape time (and re-read when it changes: token files rotate),
+    so one missing now may appear later; one that is there is checked now."""
+    path = _path(r.string(value, key), base)
+    if os.path.isfile(path):
+        _read_secret(r, path, key, what="token")
+    return path
+
+
+def _basic_auth(r: _Reader, raw: object, key: str, base: str) -> tuple[str, str]:
+    b = r.table(raw, key)
+    r.no_unknown(b, _BASIC_KEYS, key)
+    if "username" not in b:
+        raise r.error(f"{key}.username", "a username (required)", show_got=False)
+    user = r.string(b["username"], f"{key}.username")
+    if "password" in b and "password_file" in b:
+        raise r.error(key, "password or password_file, not both", show_got=False)
+    if "password_file" in b:
+        pkey = f"{key}.password_file"
+        return user, _read_secret(r, _path(r.string(b["password_file"], pkey), base), pkey, what="password")
+    if "password" in b:
+        if not isinstance(b["password"], str):
+            raise r.error(f"{key}.password", "a string", show_got=False)  # never echo a secret
+        return user, b["password"]
+    raise r.error(key, "password or password_file", show_got=False)
 
 
 def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[str] = _TARGET_KEYS,
@@ -224,33 +290,15 @@ def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[
     try:
         parsed = from_url(url)
     except ValueError as exc:
-        raise r.error(f"{key}.url", str(exc), url) from None
+        raise r.error(f"{key}.url", str(exc), _without_credentials(url)) from None
     name = r.string(t["name"], f"{key}.name") if "name" in t else parsed.name
     role = r.role(t["role"], f"{key}.role") if "role" in t else None
     bearer = None
     if "bearer_token_file" in t:
-        # Read at scrape time (and re-read when it changes): token files rotate.
-        bearer = _path(r.string(t["bearer_token_file"], f"{key}.bearer_token_file"), base)
+        bearer = _bearer_file(r, t["bearer_token_file"], f"{key}.bearer_token_file", base)
     basic = parsed.basic_auth
     if "basic_auth" in t:
-        bkey = f"{key}.basic_auth"
-        b = r.table(t["basic_auth"], bkey)
-        r.no_unknown(b, _BASIC_KEYS, bkey)
-        if "username" not in b:
-            raise r.error(f"{bkey}.username", "a username (required)", show_got=False)
-        user = r.string(b["username"], f"{bkey}.username")
-        if "password" in b and "password_file" in b:
-            raise r.error(bkey, "password or password_file, not both", show_got=False)
-        if "password_file" in b:
-            pkey = f"{bkey}.password_file"
-            password = _read_secret(r, _path(r.string(b["password_file"], pkey), base), pkey)
-        elif "password" in b:
-            if not isinstance(b["password"], str):
-                raise r.error(f"{bkey}.password", "a string", show_got=False)  # never echo a secret
-            password = b["password"]
-        else:
-            raise r.error(bkey, "password or password_file", show_got=False)
-        basic = (user, password)
+        basic = _basic_auth(r, t["basic_auth"], f"{key}.basic_auth", base)
     if bearer is not None and basic is not None:
         raise r.error(key, "bearer_token_file or basic_auth, not both", show_got=False)
     ca_file = None
@@ -262,6 +310,18 @@ def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[
     verify = r.boolean(t["verify_tls"], f"{key}.verify_tls") if "verify_tls" in t else True
     return Target(name=name, url=parsed.url, role=role, bearer_token_file=bearer, basic_auth=basic,
                   ca_file=ca_file, verify_tls=verify)
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` as it may be shown in an error: a user:password@ in it replaced by ``***@``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, tail = rest.partition("/")
+    if "@" not in authority:
+        return url
+    shown = "***@" + authority.rsplit("@", 1)[1] + slash + tail
+    return f"{scheme}://{shown}" if sep else shown
 
 
 # What each threshold may be; a value outside can never fire, or always does (a typo, not a choice).
@@ -349,7 +409,9 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
         raw = doc["targets"]
         if not isinstance(raw, list):
             raise r.error("targets", "an array of tables ([[targets]])", raw)
-        targets = tuple(_target(r, t, f"targets[{i}]", base) for i, t in enumerate(raw))
+        named = [isinstance(t, dict) and "name" in t for t in raw]
+        targets = tuple(distinct_names([_target(r, t, f"targets[{i}]", base) for i, t in enumerate(raw)],
+                                       keep=named))
         seen: dict[str, int] = {}
         for i, t in enumerate(targets):
             if t.name in seen:
@@ -404,29 +466,7 @@ def load_settings(
         if value is not None:
             kwargs[name] = cli.number(value, flag, positive=True)
             origin[name] = (_CLI, flag)
-    if urls and prometheus_url is not None:
-        raise cli.error("--prometheus", "either /metrics URLs or --prometheus, not both (ptmon reads the targets "
-                        "through Prometheus, or scrapes them itself)", show_got=False)
-    if prometheus_url is not None:
-        try:
-            kwargs["prometheus"] = prometheus_from_url(prometheus_url)
-        except ValueError as exc:
-            raise cli.error("--prometheus", str(exc), prometheus_url) from None
-        kwargs.pop("targets", None)
-    if urls:
-        kwargs.pop("prometheus", None)
-        targets = []
-        seen: set[str] = set()
-        for i, url in enumerate(urls):
-            try:
-                t = target_from_url(url)
-            except ValueError as exc:
-                raise cli.error(f"URL {i + 1}", str(exc), url) from None
-            if t.name in seen:
-                raise cli.error(f"URL {i + 1}", f"each target once ({t.name} is given twice)", show_got=False)
-            seen.add(t.name)
-            targets.append(t)
-        kwargs["targets"] = tuple(targets)
+    _cli_source(cli, kwargs, urls=urls, prometheus_url=prometheus_url)
     if run is not None:
         if not run:
             raise cli.error("--run", "a run name (the run label of the targets' run info)", run)
@@ -441,24 +481,53 @@ def load_settings(
     if kwargs.get("prometheus") is not None and "max_body_bytes" not in kwargs:
         kwargs["max_body_bytes"] = PROMETHEUS_MAX_BODY_BYTES
     settings = Settings(**kwargs)
-    if settings.timeout_s is not None and settings.timeout_s >= settings.interval_s:
-        # A scrape that may run past its next turn delays every reading of that
-        # target; Prometheus refuses scrape_timeout > scrape_interval for the same reason.
+    _check_timing(settings, origin)
+    return settings
+
+
+def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], prometheus_url: str | None) -> None:
+    """``--prometheus`` or the URLs, in place of the file's source."""
+    if urls and prometheus_url is not None:
+        raise cli.error("--prometheus", "either /metrics URLs or --prometheus, not both (ptmon reads the targets "
+                        "through Prometheus, or scrapes them itself)", show_got=False)
+    if prometheus_url is not None:
+        try:
+            kwargs["prometheus"] = prometheus_from_url(prometheus_url)
+        except ValueError as exc:
+            raise cli.error("--prometheus", str(exc), _without_credentials(prometheus_url)) from None
+        kwargs.pop("targets", None)
+    if urls:
+        kwargs.pop("prometheus", None)
+        targets = []
+        for i, url in enumerate(urls):
+            try:
+                targets.append(target_from_url(url))
+            except ValueError as exc:
+                raise cli.error(f"URL {i + 1}", str(exc), _without_credentials(url)) from None
+        seen: set[str] = set()
+        for i, t in enumerate(targets := distinct_names(targets)):
+            if t.name in seen:
+                raise cli.error(f"URL {i + 1}", f"each target once ({t.name} is given twice)", show_got=False)
+            seen.add(t.name)
+        kwargs["targets"] = tuple(targets)
+
+
+def _check_timing(settings: Settings, origin: Mapping[str, tuple[str, str]]) -> None:
+    """The timeout shorter than the interval and the window two intervals long, naming whichever key set them."""
+    isrc, ikey = origin.get("interval_s", ("", ""))
+    from_where = f"{ikey} in {isrc}" if isrc else "the default"
+    if settings.interval_s < MIN_INTERVAL_S:
+        # Faster polls only load the targets (1e-7 s hammered one at ~1,100 requests/s); nothing moves at 10 Hz.
+        raise ConfigError(isrc, ikey, f"an interval of at least {MIN_INTERVAL_S:g} s", settings.interval_s)
+    if not timeout_fits(settings.interval_s, settings.timeout_s):
         src, key = origin["timeout_s"]
-        isrc, ikey = origin.get("interval_s", ("", ""))
-        from_where = f"{ikey} in {isrc}" if isrc else "the default"
         raise ConfigError(src, key, f"a timeout shorter than the interval ({settings.interval_s:g} s, "
                           f"from {from_where})", settings.timeout_s)
-    if settings.window_s < 2 * settings.interval_s:
-        # A window holding one scrape leaves every rate, quantile and slope unknown: say so instead.
+    if not window_fits(settings.interval_s, settings.window_s):
         if "window_s" in origin:
             src, key = origin["window_s"]
-            isrc, ikey = origin.get("interval_s", ("", ""))
-            from_where = f"{ikey} in {isrc}" if isrc else "the default"
             raise ConfigError(src, key, f"at least two scrape intervals ({2 * settings.interval_s:g} s, "
                               f"from {from_where})", settings.window_s)
         src, key = origin["interval_s"]  # the window is the default, so the interval was set
         raise ConfigError(src, key, f"at most half the window ({settings.window_s:g} s, from the default)",
                           settings.interval_s)
-    return settings
-

@@ -39,6 +39,9 @@ class TargetHealth:
     series: int = 0
     dropped_series: int = 0
     error: str | None = None  # short, human; raw text from the peer, render literally
+    # False: it answers, but with no series ptmon reads (a node exporter, say): "up · nothing recognised";
+    # None: not known (never answered).
+    recognised: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,10 @@ Plain frozen data. ``ptmon.monitor.config`` builds it from ptmon.toml and CLI fl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal
 
 __all__ = [
     "Target",
@@ -24,6 +25,16 @@ __all__ = [
     "chart_step_s",
     "median_slot_s",
     "evaluated_max_age_s",
+    "DEFAULT_MAX_SERIES",
+    "DEFAULT_MAX_BODY_BYTES",
+    "PROMETHEUS_MAX_BODY_BYTES",
+    "MIN_TIMEOUT_S",
+    "MIN_INTERVAL_S",
+    "effective_timeout",
+    "timeout_fits",
+    "window_fits",
+    "fit_timing",
+    "secret_problem",
 ]
 
 DEFAULT_INTERVAL_S = 1.0
@@ -53,6 +64,92 @@ def evaluated_max_age_s(interval_s: float) -> float:
     """How old a Prometheus server's answers may be and still stand for "now": three polls, at least one
     poll and 5 s (a slow server answers late); older, the stored samples' numbers are shown."""
     return max(3 * interval_s, interval_s + 5.0)
+
+# Sources' limits: what one peer may cost before it is refused with a clear error instead.
+DEFAULT_MAX_SERIES = 20_000  # per target; new series past it are dropped, counted and the target flagged
+DEFAULT_MAX_BODY_BYTES = 16 * 2**20  # one /metrics body, inflated
+# A Prometheus answer covers the whole fleet (and, once, the window's history): a larger default cap.
+PROMETHEUS_MAX_BODY_BYTES = 64 * 2**20
+MIN_TIMEOUT_S = 0.25
+# Faster than this a monitor only loads its targets: nothing on screen moves at 10 Hz (and a typo
+# like 1e-7 would hammer every target at a thousand requests a second).
+MIN_INTERVAL_S = 0.1
+_TIMEOUT_SHARE = 0.8  # of the interval, when no timeout is set
+
+
+def effective_timeout(interval_s: float, timeout_s: float | None) -> float:
+    """The per-fetch deadline: the configured one, else 0.8 x interval but at least 0.25 s.
+
+    Shorter than the interval so a hung target has given up before its next
+    turn would be due.
+    """
+    if timeout_s is not None:
+        return timeout_s
+    return max(MIN_TIMEOUT_S, _TIMEOUT_SHARE * interval_s)
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why a token or password (as read from its file, ends stripped) cannot go into a header, in words that
+    never quote it; None when it can. A line break inside is the usual one: an editor's second line, two
+    tokens pasted, a file written with ``echo -e``."""
+    if "\n" in secret or "\r" in secret:
+        return "a line break inside"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in secret):
+        return "a control character inside"
+    return None
+
+
+# -- which (interval, window, timeout) work together: the config refuses the rest, the TUI never makes them ---
+
+
+def timeout_fits(interval_s: float, timeout_s: float | None) -> bool:
+    """A set timeout must be shorter than the interval: a scrape that may run past its next turn delays
+    every reading of that target (Prometheus refuses scrape_timeout > scrape_interval for the same reason)."""
+    return timeout_s is None or timeout_s < interval_s
+
+
+def window_fits(interval_s: float, window_s: float) -> bool:
+    """The window must hold two scrapes: with one, every rate, quantile and slope is unknown."""
+    return window_s >= 2 * interval_s
+
+
+def _first(values: Iterable[float], ok: Callable[[float], bool]) -> float | None:
+    return next((v for v in values if ok(v)), None)
+
+
+def fit_timing(interval_s: float, window_s: float, *, keep: Literal["interval", "window"],
+               timeout_s: float | None = None, intervals: Sequence[float] = (),
+               windows: Sequence[float] = WINDOWS_S) -> tuple[float, float]:
+    """The (interval, window) nearest the one asked for that the config accepts, keeping the one just changed.
+
+    For the TUI's keys, which step one of the two: where the pair would be
+    refused (every 1m with a 1m window), the other one moves instead, along
+    its steps (``intervals``, ``windows``): the window up to the first step
+    holding two intervals (else exactly two), the interval down to the last
+    step that fits the window (else exactly half of it). An interval that can
+    never be (below the minimum, or not above the configured timeout) moves
+    up to the first step that can (else to the least that can), whichever
+    one was kept; a window too short for any interval that can be moves up.
+    """
+    def interval_ok(i: float) -> bool:
+        return i >= MIN_INTERVAL_S and timeout_fits(i, timeout_s)
+
+    least = max(MIN_INTERVAL_S, 2 * timeout_s if timeout_s is not None else 0.0)
+    floor = _first(sorted(intervals), interval_ok) or least  # the shortest interval that can be
+
+    def window_for(i: float, w: float) -> float:
+        return w if window_fits(i, w) else _first(sorted(windows), lambda x: window_fits(i, x)) or 2 * i
+
+    interval = interval_s if interval_ok(interval_s) else max(floor, interval_s)
+    if keep == "interval":
+        return interval, window_for(interval, window_s)
+    window = window_for(floor, window_s)
+    if window_fits(interval, window):
+        return interval, window
+    below = _first(sorted(intervals, reverse=True), lambda i: interval_ok(i) and window_fits(i, window))
+    if below is not None:
+        return below, window
+    return (window / 2 if interval_ok(window / 2) else floor), window
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +190,8 @@ class Settings:
     baseline_spend_dollars: float | None = None
     marginal_k: int = 5
     thresholds: Thresholds = field(default_factory=Thresholds)
-    max_series: int = 20_000
-    max_body_bytes: int = 16 * 1024 * 1024
+    max_series: int = DEFAULT_MAX_SERIES
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     concurrency: int = 16
     # Read this Prometheus-compatible server's query API instead of scraping targets (exclusive with targets).
     prometheus: Target | None = None
@@ -103,6 +200,4 @@ class Settings:
 
     @property
     def effective_timeout_s(self) -> float:
-        if self.timeout_s is not None:
-            return self.timeout_s
-        return max(0.25, 0.8 * self.interval_s)
+        return effective_timeout(self.interval_s, self.timeout_s)

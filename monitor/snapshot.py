@@ -224,6 +224,12 @@ def run_snapshot(args: argparse.Namespace) -> int:
     else:
         render(d, Console())
     if not any(t.last_success is not None for t in d.targets):
-        print("ptmon snapshot: no target answered", file=sys.stderr)
+        print(f"ptmon snapshot: {_none_answered(d)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _none_answered(d: Dashboard) -> str:
+    """Why there is nothing to show: a row not down that says why (a Prometheus that answered but holds
+    no ptmon series, or is still busy with its first query), else that no target answered."""
+    return next((t.error for t in d.targets if t.up is not False and t.error), None) or "no target answered"

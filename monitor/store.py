@@ -26,11 +26,11 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from ptmon.monitor.parse import Labels, Sample
+from ptmon.monitor.settings import DEFAULT_MAX_SERIES
 
 __all__ = ["Store", "Series", "Span", "IngestResult", "SeriesKey", "DEFAULT_CAPACITY", "DEFAULT_MAX_SERIES"]
 
 DEFAULT_CAPACITY = 3600  # one hour at one scrape per second
-DEFAULT_MAX_SERIES = 20_000
 
 SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
 

@@ -11,6 +11,7 @@ import re
 import tokenize
 from pathlib import Path
 
+from ptmon.exporters import schema
 from ptmon.exporters.schema import CONTRACT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +42,25 @@ def test_no_module_but_the_schema_spells_a_metric_name() -> None:
             for line, text in code_strings(path):
                 for name in NAME.findall(text):
                     offenders.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+    assert offenders == []
+
+
+def test_prometheus_own_series_and_the_target_name_label_are_spelled_only_in_the_schema() -> None:
+    # Prometheus's scrape_* series are distinctive enough to find in any string; the target-name label and
+    # the demo's job prefix count where a string is exactly one of them (a name used as a key or a prefix;
+    # generated YAML and alert templates may mention them). `up` is also a status word on screen: not checked.
+    distinctive = [n for n in schema.PROMETHEUS_SCRAPE_SERIES if "_" in n]
+    whole = {schema.TARGET_NAME_LABEL, schema.DEMO_JOB_PREFIX}
+    offenders = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path.relative_to(ROOT).as_posix() == "exporters/schema.py":
+                continue
+            for line, text in code_strings(path):
+                value = text.strip("\"'")
+                if any(n in text for n in distinctive) or value in whole:
+                    offenders.append(f"{path.relative_to(ROOT)}:{line}: {text[:60]}")
+    assert len(distinctive) == 2
     assert offenders == []
 
 

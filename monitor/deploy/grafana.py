@@ -32,7 +32,7 @@ __all__ = ["DASHBOARD_UID", "RUN_VARIABLE", "RUN_ALL", "Query", "Panel", "panels
 
 DASHBOARD_UID = "ptmon"
 _DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-_PER_TARGET = (*promql.TARGET_BY, "ptmon_name")  # ptmon_name: the demo's and the shipped config's target name
+_PER_TARGET = (*promql.TARGET_BY, schema.TARGET_NAME_LABEL)  # the demo's and the shipped config's target name
 RUN_VARIABLE = "run"
 RUN_ALL = ".*"  # what the variable's "All" sends: every run, including ones that started after the page loaded
 _RUNS = f'{promql.RUN_LABEL}=~"${RUN_VARIABLE}"'  # Grafana regex-escapes each selected value in a =~ matcher

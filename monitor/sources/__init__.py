@@ -1,11 +1,14 @@
 """Where samples come from: a Source fills the Store and reports target health.
 
-``Scraper`` scrapes /metrics endpoints directly; other sources (a Prometheus
-server, a replay) offer the same ``Source`` interface.
+``Scraper`` scrapes /metrics endpoints directly; ``PrometheusSource`` reads a
+Prometheus server's query API; both are a ``Poller`` (one lifecycle, cadence
+and backoff) fetching through one transport with one set of typed errors.
 """
 
+from ptmon.monitor.settings import effective_timeout
 from ptmon.monitor.sources.base import Source
+from ptmon.monitor.sources.poller import MAX_BACKOFF_S, backoff_delay
 from ptmon.monitor.sources.prometheus import PrometheusSource
-from ptmon.monitor.sources.scrape import MAX_BACKOFF_S, Scraper, backoff_delay, effective_timeout
+from ptmon.monitor.sources.scrape import Scraper
 
 __all__ = ["Source", "Scraper", "PrometheusSource", "backoff_delay", "effective_timeout", "MAX_BACKOFF_S"]

@@ -27,6 +27,7 @@ from ptmon.monitor import promql
 from ptmon.monitor.parse import ExpositionParser, parse
 from ptmon.monitor.settings import Target
 from ptmon.monitor.sources.prometheus import UNREAD, PrometheusSource, parse_matrix, parse_vector
+from ptmon.monitor.sources.prometheus_eval import read_evaluation
 from ptmon.monitor.store import Store
 
 __all__ = ["main"]
@@ -105,7 +106,7 @@ def _via_prometheus(answers: list[bytes]) -> float:
     best = float("inf")
     for r, body in enumerate(answers):
         t = time.perf_counter()
-        src._ingest(parse_matrix(body))  # noqa: SLF001 - the poll minus the HTTP exchange
+        src._targets.ingest(parse_matrix(body))  # noqa: SLF001 - the poll minus the HTTP exchange
         if r:
             best = min(best, time.perf_counter() - t)
     return best
@@ -118,8 +119,9 @@ def _via_prometheus_now(answers: list[bytes], evaluation: tuple[bytes, bytes]) -
     best = float("inf")
     for r, body in enumerate(answers):
         t = time.perf_counter()
-        src._ingest(parse_matrix(body))  # noqa: SLF001 - the poll minus the HTTP exchanges
-        src._read_evaluation(1.0, 300.0, 300.0, parse_vector(vector), parse_matrix(matrix))  # noqa: SLF001
+        src._targets.ingest(parse_matrix(body))  # noqa: SLF001 - the poll minus the HTTP exchanges
+        read_evaluation(at=1.0, window=300.0, range_s=300.0, vector=parse_vector(vector), matrix=parse_matrix(matrix),
+                        name_of=src._targets.name_of)  # noqa: SLF001
         if r:
             best = min(best, time.perf_counter() - t)
     return best

@@ -51,3 +51,14 @@ def test_help_does_not_load_textual() -> None:
     code = "import sys\nfrom ptmon.monitor.cli import build_parser\nbuild_parser()\nprint('textual' in sys.modules)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.parametrize("command", [["watch", "localhost:9100"], ["snapshot", "localhost:9100"], ["demo"]])
+def test_an_interval_below_a_tenth_of_a_second_is_a_usage_error(command: list[str],
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # 1e-7 s hammered one target at ~1,100 requests/s.
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([*command, "--interval", "1e-7"])
+    assert exit_info.value.code == 2
+    assert "expected an interval of at least 0.1 s, got '1e-7'" in capsys.readouterr().err
+    assert build_parser().parse_args([*command, "--interval", "0.1"]).interval == 0.1

@@ -254,6 +254,81 @@ def test_command_line_mistakes_name_the_flag_or_the_url() -> None:
         load_settings(urls=["h:1", "http://h:1/metrics"])
 
 
+def test_two_urls_on_one_host_port_are_two_targets_named_by_what_tells_them_apart() -> None:
+    # The blackbox exporter's /probe, exporter-exporter's /proxy, a reverse proxy: several targets, one port.
+    s = load_settings(urls=["127.0.0.1:19115", "http://127.0.0.1:19115/probe?target=a&module=http",
+                            "http://127.0.0.1:19115/probe?target=b&module=http", "other:9100"])
+    assert [(t.name, t.url) for t in s.targets] == [
+        ("127.0.0.1:19115/metrics", "http://127.0.0.1:19115/metrics"),
+        ("127.0.0.1:19115/probe?target=a&module=http", "http://127.0.0.1:19115/probe?target=a&module=http"),
+        ("127.0.0.1:19115/probe?target=b&module=http", "http://127.0.0.1:19115/probe?target=b&module=http"),
+        ("other:9100", "http://other:9100/metrics")]  # alone on its port: host:port, as before
+    paths = load_settings(urls=["h:1/metrics", "h:1/proxy"])
+    assert [t.name for t in paths.targets] == ["h:1/metrics", "h:1/proxy"]  # the path tells them apart
+    # One URL twice is still one target given twice.
+    with pytest.raises(ConfigError, match=r"^command line: URL 3: expected each target once \(h:1/metrics is"):
+        load_settings(urls=["h:1", "h:1/proxy", "http://h:1/metrics"])
+
+
+def test_the_file_names_two_targets_on_one_port_alike_unless_it_names_them(tmp_path: Path) -> None:
+    path = write(tmp_path, "[[targets]]\nurl = 'h:1/probe?target=a'\n[[targets]]\nurl = 'h:1/probe?target=b'\n"
+                           "[[targets]]\nname = 'mine'\nurl = 'h:1/metrics'\n")
+    assert [t.name for t in load_settings(config_path=path).targets] == [
+        "h:1/probe?target=a", "h:1/probe?target=b", "mine"]
+
+
+def test_an_interval_below_a_tenth_of_a_second_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(interval_s=1e-7)
+    assert str(info.value) == "command line: --interval: expected an interval of at least 0.1 s, got 1e-07"
+    path = write(tmp_path, 'interval = "50ms"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=path)
+    assert str(info.value) == f"{path}: interval: expected an interval of at least 0.1 s, got 0.05"
+    assert load_settings(interval_s=0.1).interval_s == 0.1
+
+
+SECRET = "tok-with\ninner-newline"
+
+
+@pytest.mark.parametrize("table", [
+    "bearer_token_file = 'secret'",
+    "basic_auth = { username = 'u', password_file = 'secret' }",
+])
+def test_a_secret_file_with_a_line_break_inside_is_an_error_naming_the_file_not_its_content(
+        tmp_path: Path, table: str) -> None:
+    (tmp_path / "secret").write_text(SECRET + "\n")
+    path = write(tmp_path, f"[[targets]]\nurl = 'h:1'\n{table}\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=path)
+    message = str(info.value)
+    key = "bearer_token_file" if "bearer" in table else "basic_auth.password_file"
+    what = "token" if "bearer" in table else "password"
+    assert message == (f"{path}: targets[0].{key}: expected a file holding the {what} on one line "
+                       f"({tmp_path / 'secret'} has a line break inside; its content is not shown)")
+    assert "tok-with" not in message and "newline" not in message
+    (tmp_path / "secret").write_text("one-line-token\n")  # fixed: loads
+    assert load_settings(config_path=path).targets[0].url == "http://h:1/metrics"
+
+
+def test_a_token_file_that_is_not_there_yet_is_read_at_scrape_time(tmp_path: Path) -> None:
+    path = write(tmp_path, "[[targets]]\nurl = 'h:1'\nbearer_token_file = 'later'\n")
+    assert load_settings(config_path=path).targets[0].bearer_token_file == str(tmp_path / "later")
+
+
+def test_credentials_in_a_url_never_appear_in_its_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(urls=["http://admin:hunter2@h:99999/metrics"])
+    assert "hunter2" not in str(info.value) and "***@h:99999" in str(info.value)
+    path = write(tmp_path, "[[targets]]\nurl = 'ftp://admin:hunter2@h/metrics'\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config_path=path)
+    assert "hunter2" not in str(info.value) and "'ftp://***@h/metrics'" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        load_settings(prometheus_url="http://admin:hunter2@h:9090/?x=1")
+    assert "hunter2" not in str(info.value)
+
+
 def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sub = tmp_path / "conf"
     sub.mkdir()

@@ -33,6 +33,7 @@ from ptmon.monitor.settings import Settings, Target
 from ptmon.monitor.sources import PrometheusSource, Source
 from ptmon.monitor.sources.prometheus import parse_matrix, series_selector
 from ptmon.monitor.store import Store
+from tests.monitor.sources.peers import http_server, send
 
 SERVER = Target(name="prom:9090", url="http://prom:9090")
 ROLLOUTS = "posttrain_rollouts_total"
@@ -563,7 +564,8 @@ async def test_before_any_target_one_row_says_what_the_server_holds() -> None:
     await src.scrape_once()
     (row,) = src.health()
     assert (row.name, row.url, row.up, row.last_success) == ("prom:9090", "http://prom:9090", None, None)
-    assert row.error == "no posttrain_, engine or DCGM series in Prometheus yet"  # a node exporter is not listed
+    # A node exporter is not listed; the server answered, and the row says so.
+    assert row.error == "Prometheus prom:9090 answered, but holds no posttrain_, engine or DCGM series"
     await src.aclose()
 
 
@@ -945,4 +947,72 @@ async def test_a_run_filter_keeps_that_runs_targets_and_asks_for_that_run() -> N
     assert query.count('posttrain_run_info{run="alpha"}') == len(promql.instant_queries(60, run="x")) + 1
     assert 'posttrain_run_info{run="alpha"}' in answers.ranges[-1]["query"]
     assert promql.string('alpha"') == '"alpha\\""'
+    await src.aclose()
+
+
+async def test_a_shorter_interval_wakes_the_poll_loop_at_once() -> None:
+    answers = Answers(fleet_answer(1_700_000_000.0))
+    polls: list[float] = []
+    inner = answers.transport()
+
+    async def counted(request: httpx.Request) -> httpx.Response:
+        if not request.url.path.endswith("query_range") and promql.Q_LABEL not in request.url.params["query"]:
+            polls.append(time.monotonic())
+        return await inner.handle_async_request(request)
+
+    src = PrometheusSource(SERVER, store=Store(), transport=httpx.MockTransport(counted), interval_s=0.5)
+    await src.start()
+    try:
+        await until(lambda: len(polls) >= 2, what="two polls")
+        src.set_interval(60.0)
+        await asyncio.sleep(0.3)
+        settled = len(polls)
+        await asyncio.sleep(1.2)
+        assert len(polls) == settled  # the poll due within 0.5 s is now a minute away
+        changed = time.monotonic()
+        src.set_interval(0.5)
+        await until(lambda: len(polls) > settled, timeout=5.0, what="a poll after the change")
+        assert polls[settled] - changed < 1.0
+    finally:
+        await src.aclose()
+
+
+async def test_a_login_page_where_the_api_should_be_is_named_so() -> None:
+    page = b"<!doctype html><html><head><title>Sign in</title></head></html>"
+    with http_server(lambda h: send(h, page, "text/html; charset=utf-8")) as port:
+        address = f"127.0.0.1:{port}"
+        src = PrometheusSource(prometheus_from_url(address), store=Store(), timeout_s=2.0)
+        async with src:
+            await src.scrape_once()
+    (row,) = src.health()
+    assert row.up is False
+    assert row.error == f"Prometheus {address}: got text/html, not a Prometheus API answer (a login page?)"
+
+
+def test_snapshot_of_a_server_holding_no_ptmon_series_says_it_answered(capsys: pytest.CaptureFixture[str]) -> None:
+    from ptmon.monitor.cli import main
+
+    node_only = matrix(({"__name__": "up", "job": "node", "instance": "n:9100"}, [(time.time(), 1)]))
+    with http_server(lambda h: send(h, node_only, "application/json")) as port:
+        address = f"127.0.0.1:{port}"
+        code = main(["snapshot", "--prometheus", address, "--over", "0.6", "--interval", "0.25", "--json"])
+    out = capsys.readouterr()
+    assert code == 1
+    assert out.err == f"ptmon snapshot: Prometheus {address} answered, but holds no posttrain_, engine or DCGM series\n"
+    (row,) = json.loads(out.out)["targets"]
+    assert row["up"] is None and row["last_scrape"] is not None  # it answered; there is nothing to show
+
+
+async def test_a_target_in_a_ptmon_job_with_nothing_ptmon_reads_is_listed_up_but_not_recognised() -> None:
+    # The shipped config scrapes every file_sd target in one job: a node exporter put there is listed.
+    job = {"job": "ptmon"}
+    answer = matrix(({"__name__": ROLLOUTS, "env": "math", "outcome": "ok", "instance": "a:1", **job}, [(1.0, 3)]),
+                    ({"__name__": "up", "instance": "a:1", **job}, [(1.0, 1)]),
+                    ({"__name__": "up", "instance": "n:9100", **job}, [(1.0, 1)]),
+                    ({"__name__": "scrape_samples_scraped", "instance": "n:9100", **job}, [(1.0, 812)]))
+    src = source(Answers(answer))
+    await src.scrape_once()
+    health = {h.name: h for h in src.health()}
+    assert (health["a:1"].up, health["a:1"].recognised) == (True, True)
+    assert (health["n:9100"].up, health["n:9100"].recognised, health["n:9100"].samples) == (True, False, 812)
     await src.aclose()

@@ -6,7 +6,9 @@ import asyncio
 import base64
 import gzip
 import socket
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 
 import httpx
 import pytest
@@ -15,6 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from ptmon.monitor.settings import Settings, Target
 from ptmon.monitor.sources import MAX_BACKOFF_S, Scraper, Source, backoff_delay, effective_timeout
 from ptmon.monitor.store import Store
+from tests.monitor.sources.peers import http_server, raw_peer, send
 
 GOOD_BODY = b"# TYPE up_total counter\nup_total 7\nqueue_depth{q=\"a\"} 3\nqueue_depth{q=\"b\"} 4\n"
 NOW = 1_700_000_000.0
@@ -686,42 +689,18 @@ async def test_redirect_loops_are_an_error_and_credentials_stay_with_the_configu
 
 
 async def test_real_starlette_style_mount_redirect_on_loopback() -> None:
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        if h.path == "/metrics":
+            send(h, b"", status=307, headers={"Location": f"http://{h.headers['Host']}/metrics/"})
+            return
+        send(h, GOOD_BODY, "text/plain; version=0.0.4")
 
-    class Handler(BaseHTTPRequestHandler):
-        server: ThreadingHTTPServer  # typeshed says BaseServer
-
-        def do_GET(self) -> None:
-            if self.path == "/metrics":
-                self.send_response(307)
-                self.send_header("Location", f"http://127.0.0.1:{self.server.server_port}/metrics/")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(GOOD_BODY)))
-            self.end_headers()
-            self.wfile.write(GOOD_BODY)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with http_server(respond) as port:
         store = Store()
-        scraper = Scraper([Target("good", f"http://127.0.0.1:{server.server_port}/metrics")], store=store,
-                          clock=Clock())
+        scraper = Scraper([Target("good", f"http://127.0.0.1:{port}/metrics")], store=store, clock=Clock())
         async with scraper:
             await scraper.scrape_once()
         assert_good(scraper, store)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 async def test_a_flood_beyond_ten_times_the_series_cap_is_refused_unparsed() -> None:
@@ -743,3 +722,211 @@ async def test_a_flood_beyond_ten_times_the_series_cap_is_refused_unparsed() -> 
     assert wide.error.startswith("series limit 100 reached")
     assert flooded.up is False and flooded.series == 0 and flooded.samples == 0
     assert flooded.error == "line 1001: 1,001 lines exceed the limit of 1,000 per scrape"
+
+
+# -- interval changes -------------------------------------------------------------
+
+
+@pytest.fixture
+def counting() -> Iterator[tuple[int, dict[str, list[float]]]]:
+    """A real HTTP server on loopback that notes when each path was fetched: (port, path -> times)."""
+    hits: dict[str, list[float]] = {}
+
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        hits.setdefault(h.path, []).append(time.monotonic())
+        send(h, GOOD_BODY, "text/plain; version=0.0.4")
+
+    with http_server(respond) as port:
+        yield port, hits
+
+
+async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_shorter_interval_wakes_every_target_at_once_not_after_the_old_wait(
+        counting: tuple[int, dict[str, list[float]]]) -> None:
+    # `+` up to 1m then `-` back: each target's loop was sleeping its minute; it must poll at the new pace now.
+    port, hits = counting
+    base = f"http://127.0.0.1:{port}"
+    paths = ("/a", "/b", "/c")
+    scraper = Scraper([Target(p, base + p) for p in paths], store=Store(), interval_s=0.5)
+    async with scraper:
+        await scraper.start()
+        await _until(lambda: all(len(hits.get(p, ())) >= 2 for p in paths))
+        scraper.set_interval(60.0)
+        await asyncio.sleep(0.3)  # a poll that had already begun ends
+        # Each loop's next poll was due within 0.5 s; measured again against 60 s, it is not.
+        settled = {p: len(hits[p]) for p in paths}
+        await asyncio.sleep(1.2)
+        assert {p: len(hits[p]) for p in paths} == settled
+        changed = time.monotonic()
+        scraper.set_interval(0.5)
+        await _until(lambda: all(len(hits[p]) > settled[p] for p in paths), timeout=5.0)
+        assert all(hits[p][settled[p]] - changed < 1.0 for p in paths)
+        # ... and then keeps the new pace.
+        await _until(lambda: all(len(hits[p]) >= settled[p] + 3 for p in paths), timeout=5.0)
+
+
+async def test_a_longer_interval_is_measured_from_the_last_poll_not_started_again() -> None:
+    delays: list[float] = []
+    changed = asyncio.Event()
+
+    async def fake_sleep(delay: float) -> None:
+        delays.append(delay)
+        changed.set()
+        await asyncio.Event().wait()  # the wait is only ever ended by an interval change
+
+    scraper = Scraper([target("t")], store=Store(), interval_s=10.0, sleep=fake_sleep,
+                      transport=httpx.MockTransport(ok))
+    async with scraper:
+        await scraper.start()
+        await asyncio.wait_for(changed.wait(), timeout=10)
+        scraper.set_interval(10.0)  # no change: no new wait
+        scraper.set_interval(30.0)
+        await _until(lambda: len(delays) == 2)
+    assert 9.0 < delays[0] <= 10.0 and 29.0 < delays[1] <= 30.0 and delays[1] - delays[0] == pytest.approx(20, abs=0.5)
+
+
+async def test_two_paths_on_one_host_port_are_scraped_as_two_targets() -> None:
+    from ptmon.monitor.config import load_settings
+
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        body = b"probe_success 1\n" if h.path.startswith("/probe") else b"node_load1 0.5\n"
+        send(h, b"probe_success 0\n" if h.path.endswith("target=b") else body)
+
+    with http_server(respond) as port:
+        base = f"127.0.0.1:{port}"
+        settings = load_settings(urls=[base, f"http://{base}/probe?target=a", f"http://{base}/probe?target=b"])
+        store = Store()
+        scraper = Scraper.from_settings(settings, store=store)
+        async with scraper:
+            await scraper.scrape_once()
+    names = [f"{base}/metrics", f"{base}/probe?target=a", f"{base}/probe?target=b"]
+    assert [(h.name, h.up) for h in scraper.health()] == [(n, True) for n in names]
+    assert _value(store, names[0], "node_load1") == 0.5
+    assert (_value(store, names[1], "probe_success"), _value(store, names[2], "probe_success")) == (1.0, 0.0)
+
+
+# -- errors that say what is wrong, from real peers on loopback ---------------------------------------
+
+
+def _login(h: BaseHTTPRequestHandler) -> None:
+    if h.path == "/metrics":  # Grafana and most SSO proxies: a redirect to their login page
+        send(h, b"", status=302, headers={"Location": "/login"})
+        return
+    send(h, b"<!DOCTYPE html>\n<html><head><title>Grafana</title></head><body>log in</body></html>\n",
+         "text/html; charset=UTF-8")
+
+
+NODE_EXPORTER = (b"# TYPE node_load1 gauge\nnode_load1 0.31\n# TYPE node_boot_time_seconds gauge\n"
+                 b"node_boot_time_seconds 1.7e9\ngo_goroutines 9\n")
+
+
+async def _scrape_errors(targets: list[Target]) -> dict[str, str | None]:
+    scraper = Scraper(targets, store=Store(), timeout_s=2.0)
+    async with scraper:
+        await scraper.scrape_once()
+    return {h.name: h.error for h in scraper.health()}
+
+
+async def test_peers_that_are_not_what_was_asked_for_are_named_so() -> None:
+    with (raw_peer(b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n", read_first=False) as ssh,
+          raw_peer(bytes(range(256)) * 2, read_first=True) as junk,
+          raw_peer(b"\x15\x03\x01\x00\x02\x02\x46", read_first=True) as tls,
+          http_server(_login) as login,
+          http_server(lambda h: send(h, GOOD_BODY, "text/plain; version=0.0.4")) as plain):
+        errors = await _scrape_errors([
+            Target("ssh", f"http://127.0.0.1:{ssh}/metrics"), Target("junk", f"http://127.0.0.1:{junk}/metrics"),
+            Target("tls", f"http://127.0.0.1:{tls}/metrics"), Target("login", f"http://127.0.0.1:{login}/metrics"),
+            Target("https", f"https://127.0.0.1:{plain}/metrics")])
+    assert errors == {
+        "ssh": "not an HTTP server (it sent 'SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13')",
+        "junk": "not an HTTP response",
+        "tls": "not an HTTP response (the server speaks TLS: use https://)",
+        "login": "got text/html, not Prometheus metrics (a login page?)",
+        "https": "the server speaks plain HTTP: use http://",
+    }
+
+
+async def test_a_target_that_answers_with_nothing_ptmon_reads_is_up_but_not_recognised() -> None:
+    with (http_server(lambda h: send(h, NODE_EXPORTER, "text/plain; version=0.0.4")) as node,
+          http_server(lambda h: send(h, b"posttrain_policy_version 3\n", "text/plain")) as ours,
+          http_server(lambda h: send(h, b"vllm:num_requests_running 2\n", "text/plain")) as engine):
+        scraper = Scraper([Target("node", f"http://127.0.0.1:{node}/metrics"),
+                           Target("ours", f"http://127.0.0.1:{ours}/metrics"),
+                           Target("engine", f"http://127.0.0.1:{engine}/metrics"),
+                           Target("dead", f"http://127.0.0.1:{_closed_port()}/metrics")], store=Store())
+        async with scraper:
+            await scraper.scrape_once()
+    health = {h.name: h for h in scraper.health()}
+    assert (health["node"].up, health["node"].recognised, health["node"].samples) == (True, False, 3)
+    assert health["node"].error is None  # it works; it is just not something ptmon shows
+    assert (health["ours"].recognised, health["engine"].recognised, health["dead"].recognised) == (True, True, None)
+
+
+def _gzipped(payload: bytes) -> Callable[[BaseHTTPRequestHandler], None]:
+    return lambda h: send(h, payload, "text/plain; version=0.0.4", headers={"Content-Encoding": "gzip"})
+
+
+async def test_a_multi_member_gzip_body_is_read_whole_and_trailing_garbage_is_an_error() -> None:
+    # RFC 1952 allows concatenated members (pigz, a proxy appending a chunk, `cat a.gz b.gz`); Go's reader and
+    # Python's gzip read them all. Whatever else follows a member would otherwise go unseen with its series.
+    first = b"# TYPE up_total counter\nup_total 7\n"
+    second = b'queue_depth{q="a"} 3\nqueue_depth{q="b"} 4\n'
+    members = gzip.compress(first) + gzip.compress(second)
+    with (http_server(_gzipped(members)) as whole, http_server(_gzipped(members + b"\0\0")) as padded,
+          http_server(_gzipped(gzip.compress(GOOD_BODY) + b"<!-- tail -->")) as garbage,
+          http_server(_gzipped(members[:-4])) as cut):
+        store = Store()
+        scraper = Scraper([Target(n, f"http://127.0.0.1:{p}/metrics") for n, p in
+                           (("good", whole), ("padded", padded), ("garbage", garbage), ("cut", cut))],
+                          store=store, clock=Clock())
+        async with scraper:
+            await scraper.scrape_once()
+    assert_good(scraper, store)
+    health = {h.name: h for h in scraper.health()}
+    assert (health["padded"].up, health["padded"].samples) == (True, 3)
+    assert (health["garbage"].up, health["garbage"].error) == (False, "invalid gzip body: data after the compressed "
+                                                                      "stream")
+    assert store.series_count("garbage") == 0
+    assert (health["cut"].up, health["cut"].error) == (False, "truncated gzip body")
+
+
+async def test_no_secret_reaches_an_error_text(tmp_path) -> None:
+    # A token file rotated to one with an inner newline: h11 refused the header and its error quoted it,
+    # putting the token in the targets table, the alert, the toast and the JSON.
+    token_file = tmp_path / "token"
+    token_file.write_text("good-token\n")
+    seen: list[str | None] = []
+
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        seen.append(h.headers.get("Authorization"))
+        send(h, GOOD_BODY, "text/plain; version=0.0.4")
+
+    class Smuggled(httpx.Auth):
+        """Credentials that cannot be an HTTP header (a plugin's, a future auth kind)."""
+
+        def auth_flow(self, request: httpx.Request):  # type: ignore[no-untyped-def]
+            request.headers["X-Api-Key"] = "key-with\r\nsecret-part"
+            yield request
+
+    with http_server(respond) as port:
+        url = f"http://127.0.0.1:{port}/metrics"
+        scraper = Scraper([Target("bearer", url, bearer_token_file=str(token_file)), Target("smuggled", url)],
+                          store=Store())
+        scraper._states[1].auth = Smuggled()  # noqa: SLF001 - no config spells such a header
+        async with scraper:
+            await scraper.scrape_once()
+            token_file.write_text("tok-with\ninner-newline\n")
+            await scraper.scrape_once()
+    bearer, smuggled = scraper.health()
+    assert seen[0] == "Bearer good-token" and len(seen) == 1  # neither bad header was sent
+    assert bearer.error == f"bearer token file {token_file}: a line break inside (its content is not shown)"
+    assert smuggled.error == ("request header X-Api-Key is not valid HTTP (a line break, NUL or surrounding "
+                              "space in it; its value is not shown)")
+    for error in (bearer.error, smuggled.error):
+        assert "tok-with" not in error and "newline" not in error and "secret-part" not in error

@@ -18,7 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from ptmon.monitor.sources._http import FetchError, StreamTransport, make_client, read_capped
+from ptmon.monitor.sources.body import read_capped
+from ptmon.monitor.sources.errors import FetchError
+from ptmon.monitor.sources.transport import StreamTransport, make_client
 
 BODY = b"".join(b"metric_%d{env=\"math\"} %d\n" % (i, i) for i in range(500))
 

@@ -1,136 +1,29 @@
-"""HTTP pieces both sources share: one client recipe, one capped body reader, one error wording.
+"""The HTTP/1.1 transport both sources fetch through, and the client recipe around it.
 
-The direct scraper and the Prometheus source fetch over the same httpx stack
-and must fail alike (a refused port, a bad CA file, a gzip bomb read the same
-on screen whichever source hit it), so the rules live here once.
+httpx's default transport (httpcore over anyio) costs more CPU per small
+loopback scrape than the socket work itself; ``StreamTransport`` does the same
+HTTP/1.1 with asyncio streams and h11. ``make_client`` is the one way a source
+gets a client: TLS from the target's settings, no environment, no redirects.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
-import os
-import socket
 import ssl
 import time
-import zlib
-from collections.abc import AsyncIterator, Generator
-from typing import Any
+from collections.abc import AsyncIterator
 
 import h11
 import httpx
 
-from ptmon.monitor.text import safe
+from ptmon.monitor.sources.errors import InvalidRequestError, NotHTTPError, short
 
-__all__ = [
-    "FetchError",
-    "BearerTokenFile",
-    "StreamTransport",
-    "USER_AGENT",
-    "connect_message",
-    "format_size",
-    "make_client",
-    "read_capped",
-    "short",
-]
+__all__ = ["StreamTransport", "USER_AGENT", "make_client"]
 
 USER_AGENT = "ptmon"
-_ERROR_MAX_CHARS = 200
-
-
-class FetchError(Exception):
-    """A target-level failure whose message is already short and human."""
-
-
-def format_size(n: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            value = n / size
-            return f"{value:g} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} bytes"
-
-
-def short(text: str) -> str:
-    """One line, no control characters, bounded length: fit for a table cell."""
-    text = safe(text)
-    if len(text) > _ERROR_MAX_CHARS:
-        text = text[: _ERROR_MAX_CHARS - 1] + "…"
-    return text
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    chain: list[BaseException] = []
-    seen: BaseException | None = exc
-    while seen is not None and len(chain) < 10:
-        chain.append(seen)
-        seen = seen.__cause__ or seen.__context__
-    return chain
-
-
-_ERRNO_MESSAGES = {
-    errno.ECONNREFUSED: "connection refused",
-    errno.ECONNRESET: "connection reset",
-    errno.EHOSTUNREACH: "host unreachable",
-    errno.ENETUNREACH: "network unreachable",
-    errno.ETIMEDOUT: "connect timed out",
-}
-
-
-def connect_message(exc: Exception) -> str:
-    """Why a connection failed, in a few words, from the root cause httpx wraps."""
-    for cause in _causes(exc):
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            detail = f": {cause.verify_message}" if cause.verify_message else ""
-            return f"TLS certificate verify failed{detail}"
-        if isinstance(cause, ssl.SSLError):
-            return f"TLS: {cause.reason or cause}"
-        if isinstance(cause, socket.gaierror):
-            return "cannot resolve host"
-        if isinstance(cause, OSError) and cause.errno in _ERRNO_MESSAGES:
-            return _ERRNO_MESSAGES[cause.errno]
-    text = str(exc)
-    low = text.lower()
-    if "refused" in low:
-        return "connection refused"
-    if "name or service not known" in low or "name resolution" in low:
-        return "cannot resolve host"
-    return f"cannot connect: {text}" if text else "cannot connect"
-
-
-class BearerTokenFile(httpx.Auth):
-    """``Authorization: Bearer`` from a file, re-read when the file changes.
-
-    Token files are rotated in place (Kubernetes projected tokens); checking
-    the file's stat on each scrape picks up a new token without a restart at
-    the cost of one ``stat`` call.
-    """
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._stamp: tuple[int, int, int] | None = None
-        self._token = ""
-
-    def token(self) -> str:
-        try:
-            st = os.stat(self._path)
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-            if stamp != self._stamp:
-                with open(self._path, encoding="utf-8") as f:
-                    token = f.read().strip()
-                self._token, self._stamp = token, stamp
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise FetchError(f"bearer token file {self._path}: {reason}") from None
-        if not self._token:
-            raise FetchError(f"bearer token file {self._path} is empty")
-        return self._token
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = f"Bearer {self.token()}"
-        yield request
-
-
 _READ_BYTES = 64 * 1024
+_SNIFF_BYTES = 80  # of an answer's start kept to say what a peer that is not HTTP sent
+_HTTP_START = b"HTTP/"
 _KEEPALIVE_S = 5.0  # an idle connection older than this is closed, not reused (httpx's default expiry)
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter, h11.Connection]
 
@@ -142,10 +35,9 @@ class StreamTransport(httpx.AsyncBaseTransport):
     each small loopback scrape, mostly on locks, pool bookkeeping and stream
     wrappers (three times the socket work itself, and most of the data loop's
     CPU with 8 targets scraped every second); this one spends about 0.7 ms.
-    This transport does the same HTTP/1.1 (h11 parses, as in httpcore;
-    keep-alive when the server allows it, else a connection per
-    request, as prometheus_client's HTTP/1.0 server wants) with a plain list of
-    idle connections per origin. It keeps httpx's client (auth, headers, the
+    It does the same HTTP/1.1 (h11 parses, as in httpcore; keep-alive when the
+    server allows it, else a connection per request, as prometheus_client's
+    HTTP/1.0 server wants) with a plain list of idle connections per origin. It keeps httpx's client (auth, headers, the
     Response the readers use) and its exception types, with the OS or TLS error
     as the cause, so failures read the same. Timeouts are the caller's
     ``asyncio.timeout`` (both sources wrap every request in one); a request cut
@@ -201,11 +93,13 @@ class StreamTransport(httpx.AsyncBaseTransport):
                 if body:
                     data += h.send(h11.Data(data=body))
                 data += h.send(h11.EndOfMessage())
-            except h11.LocalProtocolError as exc:  # e.g. a header value with a newline: refused, as httpcore does
-                raise httpx.LocalProtocolError(str(exc), request=request) from exc
+            except h11.LocalProtocolError:  # e.g. a header value with a newline: refused, as httpcore does
+                # h11's text quotes the value, and the value may be a token: name the header, never echo it.
+                raise InvalidRequestError(_refused(headers), request=request) from None
             writer.write(data)
+            head = bytearray()  # the answer's first bytes, to tell a peer that is not HTTP at all
             while True:
-                event = await _next_event(conn, request)
+                event = await _next_event(conn, request, head=head)
                 if isinstance(event, h11.Response):
                     break
                 # 1xx informational answers are skipped, as httpcore does.
@@ -253,7 +147,19 @@ class StreamTransport(httpx.AsyncBaseTransport):
                 writer.close()
 
 
-async def _next_event(conn: _Conn, request: httpx.Request) -> object:
+def _refused(headers: list[tuple[bytes, bytes]]) -> str:
+    """Which request header HTTP refuses, by name only (the value may be a credential)."""
+    for name, value in headers:
+        if any(b in value for b in b"\r\n\0") or value != value.strip(b" \t"):
+            return (f"request header {name.decode('latin-1')} is not valid HTTP (a line break, NUL or "
+                    f"surrounding space in it; its value is not shown)")
+    return "the request is not valid HTTP (its header values are not shown)"
+
+
+async def _next_event(conn: _Conn, request: httpx.Request, *, head: bytearray | None = None) -> object:
+    """The next h11 event; ``head`` (while the response's head is awaited) collects its first bytes, so a
+    peer that is not an HTTP server (SSH's banner, binary junk) is said to be so at once, not after the
+    deadline h11 would wait for a blank line."""
     reader, _, h = conn
     try:
         while True:
@@ -263,8 +169,15 @@ async def _next_event(conn: _Conn, request: httpx.Request) -> object:
             data = await reader.read(_READ_BYTES)
             if not data and h.their_state is h11.SEND_RESPONSE:
                 raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+            if head is not None and len(head) < _SNIFF_BYTES:
+                head += data[: _SNIFF_BYTES - len(head)]
+                start = bytes(head).lstrip(b"\r\n")[: len(_HTTP_START)]
+                if not _HTTP_START.startswith(start):
+                    raise NotHTTPError(bytes(head), request=request)
             h.receive_data(data)
     except h11.RemoteProtocolError as exc:
+        if head is not None:  # the status line or headers are not HTTP's
+            raise NotHTTPError(bytes(head), request=request) from exc
         raise httpx.RemoteProtocolError(str(exc) or "protocol error", request=request) from exc
     except OSError as exc:
         raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
@@ -293,14 +206,15 @@ class _Body(httpx.AsyncByteStream):
             self._transport._release(self._origin, self._conn, complete=self._complete)
 
 
-def make_client(*, verify_tls: bool, ca_file: str | None, transport: httpx.AsyncBaseTransport | None,
-                limits: httpx.Limits | None = None) -> httpx.AsyncClient | str:
+def make_client(*, verify_tls: bool, ca_file: str | None,
+                transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient | str:
     """A client for one TLS setting, or the short reason it cannot be made (a bad CA file).
 
     ``trust_env=False``: no proxy variables or .netrc credentials sneak into
     fetches; what is fetched and how is exactly what the config says. Redirects
     are the caller's (httpx would read a whole 3xx body, past any cap). Without
-    an injected ``transport`` requests go through ``StreamTransport``.
+    an injected ``transport`` requests go through ``StreamTransport`` (a
+    transport always given, httpx's pool ``limits`` never apply).
     """
     try:
         if not verify_tls:
@@ -313,45 +227,5 @@ def make_client(*, verify_tls: bool, ca_file: str | None, transport: httpx.Async
         return short(f"ca_file {ca_file}: {getattr(exc, 'strerror', None) or exc}")
     if transport is None:
         transport = StreamTransport(ssl_context=context)
-    extra: dict[str, Any] = {} if limits is None else {"limits": limits}  # None: httpx's default
     return httpx.AsyncClient(transport=transport, trust_env=False, follow_redirects=False,
-                             headers={"User-Agent": USER_AGENT}, **extra)
-
-
-async def read_capped(response: httpx.Response, limit: int) -> bytes:
-    """The body, inflated, refusing to hold more than ``limit`` bytes.
-
-    A declared Content-Length over the cap is refused before reading one byte,
-    and gzip is inflated here with ``max_length``, so a gzip bomb costs at most
-    the cap: httpx's decoder would inflate a whole network chunk (up to ~1000x
-    its size) before it could be counted.
-    """
-    too_big = f"body exceeds {format_size(limit)}"
-    if response.is_stream_consumed:
-        # A transport that hands over a body it already read (and decoded),
-        # as httpx.MockTransport does with bytes: only the cap is left to check.
-        if len(response.content) > limit:
-            raise FetchError(too_big)
-        return response.content
-    encoding = response.headers.get("content-encoding", "").strip().lower()
-    inflater = None
-    if encoding in ("gzip", "x-gzip"):
-        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    elif encoding not in ("", "identity"):
-        raise FetchError(f"unsupported Content-Encoding {encoding!r}")
-    length = response.headers.get("content-length", "")
-    if inflater is None and length.isdigit() and int(length) > limit:
-        raise FetchError(too_big)
-    buf = bytearray()
-    async for chunk in response.aiter_raw():
-        if inflater is not None:
-            try:
-                chunk = inflater.decompress(chunk, limit + 1 - len(buf))
-            except zlib.error as exc:
-                raise FetchError(f"invalid gzip body: {exc}") from None
-        buf += chunk
-        if len(buf) > limit:
-            raise FetchError(too_big)
-    if inflater is not None and not inflater.eof:
-        raise FetchError("truncated gzip body")
-    return bytes(buf)
+                             headers={"User-Agent": USER_AGENT})
