@@ -18,11 +18,10 @@ from typing import Any
 from ptmon.monitor import promql
 from ptmon.monitor.dashboard import Point
 from ptmon.monitor.evaluated import PER_TARGET, Evaluated
+from ptmon.monitor.settings import chart_step_s
 from ptmon.monitor.sources.prometheus_api import points
 
 __all__ = ["EvaluationPlan", "plan_evaluation", "read_evaluation"]
-
-_CHART_POINTS = 120  # as build_dashboard's chart
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +58,7 @@ def plan_evaluation(*, at: float, window: float, firsts: Sequence[float], spacin
     rollout-rate chart as a range query. ``firsts``: each target's oldest stored scrape time (not empty);
     ``spacing``: the longest spacing seen between a target's scrapes (0 before two)."""
     range_s = evaluation_range(at=at, window=window, firsts=firsts, scrape=max(spacing, interval))
-    step = max(2 * interval, range_s / _CHART_POINTS)
+    step = chart_step_s(range_s, interval)  # the same chart as the stored path's
     # Each chart point is a rate over two steps, or over enough scrapes for rate() to have two samples.
     chart_range = max(2 * step, 2.5 * spacing)
     instant = {"query": promql.combine(promql.instant_queries(range_s, run=run)), "time": f"{at:.3f}"}
