@@ -24,10 +24,10 @@ TABLE = Table(
         Key("entropy", "entropy", "nats", GRPO),  # grpo_trainer.py:3270
         Key("reward", "reward_mean", "reward", GRPO),  # grpo_trainer.py:2828
         Key("completions/mean_length", "rollout_tokens_mean", "tokens", GRPO),  # grpo_trainer.py:2296
-        Key("perf/weight_sync_s", "weight_sync_seconds", "s", ASYNC),  # async_grpo_trainer.py:1745
         Key("sample/staleness_mean", "staleness_mean", "versions", ASYNC),  # async_grpo_trainer.py:386
         Key("sample/staleness_max", "staleness_max", "versions", ASYNC),  # async_grpo_trainer.py:387
         Key(r"eval_(reward)", "eval_score", "score", GRPO, pattern=True),  # grpo_trainer.py:3317 ("eval_" + key)
+        Key("perf/weight_sync_s", "weight_sync_seconds", "s", ASYNC),  # async_grpo_trainer.py:1745
     ),
     step_keys=("global_step",),
     markers=("completions/", "num_tokens", "step_time", "frac_reward_zero_std", "reward_std"),
