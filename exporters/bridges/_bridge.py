@@ -92,13 +92,14 @@ class MetricsBridge:
         self._errors = process_metrics(self.registry).errors().labels(call=_CALL)
         self._requested = framework
         self._env = env
-        self._table: Table | None = None
-        if framework != AUTO:
-            self._use(TABLES[framework])
         self._per_step = rollouts_per_step
         self._step = _Step(None)
         self._lock = threading.Lock()
         self._warned = False
+        self._told_count = False
+        self._table: Table | None = None
+        if framework != AUTO:
+            self._use(TABLES[framework])
 
     @property
     def framework(self) -> str | None:
@@ -136,7 +137,8 @@ class MetricsBridge:
         """Read ``table``'s framework from now on; its rollout series exist (at 0) from here, so the first
         step's rollouts count in every rate instead of starting a series mid-window."""
         self._table = table
-        if self.rollouts is not None and any(k.quantity in ("rollouts", "reward_mean") for k in table.keys):
+        counted = self._per_step is not None or any(k.quantity == "rollouts" for k in table.keys)
+        if self.rollouts is not None and counted:
             self.rollouts.record_rollouts(env=self._env or table.framework, count=0)
 
     def _drop(self, why: object) -> None:
@@ -281,7 +283,12 @@ class MetricsBridge:
         if count is None:
             count = self._per_step
         if count is None or self.rollouts is None:
-            return  # no count: rollouts cannot be recorded (the README says to pass rollouts_per_step=)
+            if count is None and not self._told_count:
+                self._told_count = True
+                log.warning("ptmon bridge (%s): %s logs no rollout count, so rollouts and their mean reward are "
+                            "not recorded: pass MetricsBridge(..., rollouts_per_step=N)", table.framework,
+                            table.framework)
+            return
         count = float(round(count))
         tokens = _mean(parts.get("rollout_tokens"))
         per_rollout = _mean(parts.get("rollout_tokens_mean"))

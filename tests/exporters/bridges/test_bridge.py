@@ -3,6 +3,7 @@ never raised; steps joined by number; rollouts recorded once their parts are in;
 
 from __future__ import annotations
 
+import logging
 import math
 
 import pytest
@@ -119,11 +120,15 @@ def test_rollouts_wait_for_their_parts_then_the_step_end() -> None:
     assert value(reg, ROLLOUT_REWARD_POSITIVE, env="nemo-rl") == 16.0  # nothing invented for step 2
 
 
-def test_no_rollout_count_means_no_rollouts_unless_given() -> None:
+def test_no_rollout_count_means_no_rollouts_unless_given(caplog: pytest.LogCaptureFixture) -> None:
     b, loop = bridge("verl")
-    b.log({"critic/score/mean": 0.5, "response_length/mean": 10.0, "training/global_step": 1})
-    b.flush()
-    assert value(loop.registry, ROLLOUTS, env="verl", outcome="ok") == 0
+    with caplog.at_level(logging.WARNING, logger="ptmon.exporters"):
+        for step in (1, 2):
+            b.log({"critic/score/mean": 0.5, "response_length/mean": 10.0, "training/global_step": step})
+        b.flush()
+    # no series at all (a worker row reading 0 rollouts/s would be a made-up number), and one hint
+    assert value(loop.registry, ROLLOUTS, env="verl", outcome="ok") is None
+    assert sum("rollouts_per_step" in r.getMessage() for r in caplog.records) == 1
     given, loop2 = bridge("verl", rollouts_per_step=8, env="math")
     given.log({"critic/score/mean": 0.5, "response_length/mean": 10.0, "training/global_step": 1})
     assert value(loop2.registry, ROLLOUTS, env="math", outcome="ok") == 8
