@@ -6,6 +6,7 @@ are dropped and counted in ``posttrain_exporter_errors_total{call}``. The
 metric contract (names, types, labels, buckets) is ``ptmon.exporters.schema``.
 """
 
+from ptmon.exporters.colocated import Colocated
 from ptmon.exporters.evals import EvalExporter
 from ptmon.exporters.rollout import RolloutExporter
 from ptmon.exporters.serve import MetricsServer, multiprocess_registry, serve
@@ -15,6 +16,7 @@ __all__ = [
     "TrainerExporter",
     "RolloutExporter",
     "EvalExporter",
+    "Colocated",
     "serve",
     "MetricsServer",
     "multiprocess_registry",

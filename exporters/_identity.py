@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from ptmon.exporters import _build
+from ptmon.exporters import _build, _defaults
 from ptmon.exporters.cost import Clock, GpuCostCollector, GpuMeter
 from ptmon.exporters.schema import EXPORTER_ERRORS, RUN_INFO
 
@@ -154,7 +154,9 @@ def process_metrics(registry: CollectorRegistry) -> ProcessMetrics:
 class BaseExporter:
     """Run identity, cost and error counting for one role; subclasses add their metrics.
 
-    Constructor arguments are configuration: bad ones raise at once (a typo in
+    Identity and cost arguments may be left out (``ptmon.exporters._defaults``: the
+    environment, else "unknown", 0 GPUs and the default price). Constructor
+    arguments are configuration: bad ones raise at once (a typo in
     a price should stop a launch, not be silently counted). Recording calls are
     the opposite: they never raise for a metrics problem.
     """
@@ -162,13 +164,18 @@ class BaseExporter:
     role: str = ""
     calls: tuple[str, ...] = ("set_gpus",)
 
-    def __init__(self, *, run: str, model: str, algorithm: str, gpus: float, gpu_hour_price: float,
+    def __init__(self, *, run: str | None = None, model: str | None = None, algorithm: str | None = None,
+                 gpus: float | None = None, gpu_hour_price: float | None = None,
                  registry: CollectorRegistry | None = None, clock: Clock = time.monotonic) -> None:
         self.registry = CollectorRegistry() if registry is None else registry
         self._clock = clock
         shared = process_metrics(self.registry)
-        self._meter = shared.add_role(run=run, model=model, algorithm=algorithm, role=self.role, gpus=gpus,
-                                      gpu_hour_price=gpu_hour_price, clock=clock)
+        # Left-out identity and cost come from the environment (see _defaults), so a callback can build one.
+        self._meter = shared.add_role(
+            run=_defaults.resolve_run(run), model=_defaults.resolve_label(model),
+            algorithm=_defaults.resolve_label(algorithm), role=self.role,
+            gpus=_defaults.resolve_gpus(gpus, role=self.role),
+            gpu_hour_price=_defaults.resolve_price(gpu_hour_price), clock=clock)
         errors = shared.errors()
         # Pre-resolved children: the series exist at 0 from the start, and counting an error is one inc().
         self._errors = {call: errors.labels(call=call) for call in self.calls}

@@ -36,7 +36,8 @@ class EvalExporter(BaseExporter):
     role = ROLE_EVAL
     calls = ("record_eval", "push", "set_gpus")
 
-    def __init__(self, *, run: str, model: str, algorithm: str, gpus: float, gpu_hour_price: float,
+    def __init__(self, *, run: str | None = None, model: str | None = None, algorithm: str | None = None,
+                 gpus: float | None = None, gpu_hour_price: float | None = None,
                  registry: CollectorRegistry | None = None, clock: Clock = time.monotonic) -> None:
         super().__init__(run=run, model=model, algorithm=algorithm, gpus=gpus, gpu_hour_price=gpu_hour_price,
                          registry=registry, clock=clock)

@@ -65,9 +65,10 @@ class RolloutExporter(BaseExporter):
     """Instrument one rollout worker (or one process of a pool)."""
 
     role = ROLE_ROLLOUT
-    calls = ("record_rollout", "set_policy_version", "set_gpus")
+    calls = ("record_rollout", "set_policy_version", "set_gpus", "record_rollouts")
 
-    def __init__(self, *, run: str, model: str, algorithm: str, gpus: float, gpu_hour_price: float,
+    def __init__(self, *, run: str | None = None, model: str | None = None, algorithm: str | None = None,
+                 gpus: float | None = None, gpu_hour_price: float | None = None,
                  reward_buckets: Sequence[float] | None = None, registry: CollectorRegistry | None = None,
                  clock: Clock = time.monotonic) -> None:
         super().__init__(run=run, model=model, algorithm=algorithm, gpus=gpus, gpu_hour_price=gpu_hour_price,
@@ -175,3 +176,52 @@ class RolloutExporter(BaseExporter):
                 self._dropped("set_policy_version", version)
         except Exception as exc:  # noqa: BLE001
             self._dropped("set_policy_version", exc)
+
+    def record_rollouts(self, *, env: str, count: float, tokens: float | None = None,
+                        reward_mean: float | None = None, policy_version: int | None = None,
+                        outcome: str = "ok") -> None:
+        """``count`` rollouts reported together (a framework's per-step numbers): their tokens and mean reward.
+
+        The reward histogram gets ``count`` observations at the mean, since the
+        distribution is not known: its count and sum, and so the mean reward the
+        monitor shows, are exact; its buckets are not. A bad ``env``, ``outcome``
+        or ``count`` drops the call; a bad ``tokens``/``reward_mean``/``policy_version``
+        drops that value (each counted). Rollout time is not known here.
+        """
+        try:
+            n = as_count(count)
+            children = self._children.get((env, outcome)) or self._resolve(env, outcome)
+            if children is None or n is None or n != int(n):
+                self._dropped("record_rollouts", (env, outcome, count))
+                return
+            if n == 0:
+                return
+            (inc_rollouts, inc_tokens, _seconds_sum, _seconds_bounds, _seconds_buckets,
+             reward_sum, reward_bounds, reward_buckets, reward_positive, reward_negative) = children
+            inc_rollouts(n)
+            bad = False
+            if tokens is not None:
+                checked = as_count(tokens)
+                if checked is None:
+                    bad = True
+                else:
+                    inc_tokens(checked)
+            if reward_mean is not None:
+                mean = as_number(reward_mean)
+                if mean is None:
+                    bad = True
+                else:
+                    reward_sum(mean * n)
+                    reward_buckets[bisect_left(reward_bounds, mean)](n)
+                    if mean >= 0.0:
+                        reward_positive(mean * n)
+                    else:
+                        reward_negative(-mean * n)
+            if policy_version is not None and policy_version != self._last_version:
+                if not self._set_version(policy_version):
+                    bad = True
+            if bad:
+                self._dropped("record_rollouts", dict(tokens=tokens, reward_mean=reward_mean,
+                                                      policy_version=policy_version))
+        except Exception as exc:  # noqa: BLE001
+            self._dropped("record_rollouts", exc)

@@ -39,6 +39,8 @@ __all__ = [
     "LABEL_HOSTNAME",
     "LABEL_UUID",
     "LABEL_GPU",
+    "DROP_REASONS",
+    "STALENESS_STATS",
     "DEFAULT_GPU_HOUR_PRICE",
     "STEP_SECONDS_BUCKETS",
     "WEIGHT_SYNC_SECONDS_BUCKETS",
@@ -53,6 +55,8 @@ __all__ = [
     "WEIGHT_SYNC_SECONDS",
     "WEIGHT_SYNC_BYTES",
     "WEIGHT_SYNC_FAILURES",
+    "TRAINER_DROPPED",
+    "SAMPLE_STALENESS",
     "LOSS",
     "KL",
     "ENTROPY",
@@ -122,6 +126,10 @@ LABEL_INSTANCE: Final = "instance"
 LABEL_HOSTNAME: Final = "hostname"
 LABEL_UUID: Final = "uuid"
 LABEL_GPU: Final = "gpu"
+# Why a trainer discarded samples it was given (a closed set: each reason is one series).
+DROP_REASONS: Final = ("stale", "filtered", "error", "other")
+# What posttrain_sample_staleness reports over the samples of the last step.
+STALENESS_STATS: Final = ("mean", "max")
 
 # $/GPU-hour defaults (H100 on-demand at a neocloud, 2026); always configurable.
 DEFAULT_GPU_HOUR_PRICE: Final = 3.00
@@ -200,6 +208,13 @@ WEIGHT_SYNC_SECONDS = MetricSpec("posttrain_weight_sync_seconds", "histogram",
 WEIGHT_SYNC_BYTES = MetricSpec("posttrain_weight_sync_bytes_total", "counter",
                                "Bytes of weights sent by successful weight syncs.", unit="bytes")
 WEIGHT_SYNC_FAILURES = MetricSpec("posttrain_weight_sync_failures_total", "counter", "Weight syncs that raised.")
+TRAINER_DROPPED = MetricSpec("posttrain_trainer_dropped_samples_total", "counter",
+                             "Samples the trainer discarded instead of training on, by reason.", labels=("reason",))
+# Staleness as measured where samples are consumed (the trainer or a framework), next to the monitor's own
+# version difference: ``source`` names who measured it, so definitions that differ stay apart.
+SAMPLE_STALENESS = MetricSpec("posttrain_sample_staleness", "gauge",
+                              "Staleness of the samples the last step trained on, in policy versions, "
+                              "as measured by the named source.", labels=("stat", "source"))
 
 LOSS = MetricSpec("posttrain_loss", "gauge", "Training loss of the last step.")
 KL = MetricSpec("posttrain_kl", "gauge", "KL divergence to the reference policy at the last step.")
@@ -249,8 +264,8 @@ EXPORTER_ERRORS = MetricSpec("posttrain_exporter_errors_total", "counter",
 
 CONTRACT: Final[tuple[MetricSpec, ...]] = (
     RUN_INFO, TRAINER_STEPS, TRAINER_STEP_SECONDS, TRAINER_TOKENS, TRAINER_LAST_STEP_TIMESTAMP,
-    POLICY_VERSION, WEIGHT_SYNC_SECONDS, WEIGHT_SYNC_BYTES, WEIGHT_SYNC_FAILURES,
-    LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE,
+    POLICY_VERSION, WEIGHT_SYNC_SECONDS, WEIGHT_SYNC_BYTES, WEIGHT_SYNC_FAILURES, TRAINER_DROPPED,
+    SAMPLE_STALENESS, LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE,
     ROLLOUTS, ROLLOUT_TOKENS, ROLLOUT_SECONDS, ROLLOUT_REWARD, ROLLOUT_REWARD_POSITIVE,
     ROLLOUT_REWARD_NEGATIVE, ROLLOUT_POLICY_VERSION,
     EVAL_SCORE, EVAL_POLICY_VERSION, EVAL_SAMPLES,

@@ -16,24 +16,33 @@ Choices where the contract is silent:
   succeeded or failed (the trainer spent that time either way: a sync that
   times out after five minutes must show in the latency), while bytes and the
   policy version only move on success.
+
+Numbers measured elsewhere (a framework's per-step log, a callback) go in
+through ``record_step``, ``record_weight_sync``, ``record_dropped`` and
+``record_staleness``, with the same rules; running totals (``tokens_total=``,
+``total=``) are set, not added (``ptmon.exporters._cumulative``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Literal
 
 from prometheus_client import CollectorRegistry
 
 from ptmon.exporters import _build
-from ptmon.exporters._identity import MAX_INT, BaseExporter, as_count, as_number
+from ptmon.exporters._cumulative import Cumulative
+from ptmon.exporters._identity import MAX_INT, BaseExporter, as_count, as_number, servable
 from ptmon.exporters.cost import Clock
 from ptmon.exporters.schema import (
+    DROP_REASONS,
     POLICY_VERSION,
     ROLE_TRAINER,
+    SAMPLE_STALENESS,
+    TRAINER_DROPPED,
     TRAINER_LAST_STEP_TIMESTAMP,
     TRAINER_SCALARS,
     TRAINER_STEP_SECONDS,
@@ -105,9 +114,11 @@ class TrainerExporter(BaseExporter):
     """Instrument the trainer process."""
 
     role = ROLE_TRAINER
-    calls = ("step", "record", "publish_policy", "weight_sync", "set_gpus")
+    calls = ("step", "record", "publish_policy", "weight_sync", "set_gpus", "record_step", "record_weight_sync",
+             "record_dropped", "record_staleness")
 
-    def __init__(self, *, run: str, model: str, algorithm: str, gpus: float, gpu_hour_price: float,
+    def __init__(self, *, run: str | None = None, model: str | None = None, algorithm: str | None = None,
+                 gpus: float | None = None, gpu_hour_price: float | None = None,
                  registry: CollectorRegistry | None = None, clock: Clock = time.monotonic,
                  wall_clock: Clock = time.time) -> None:
         super().__init__(run=run, model=model, algorithm=algorithm, gpus=gpus, gpu_hour_price=gpu_hour_price,
@@ -119,7 +130,9 @@ class TrainerExporter(BaseExporter):
         self._step_observe = _build.fast_observe(_build.histogram(TRAINER_STEP_SECONDS, reg))
         self._tokens_inc = _build.counter(TRAINER_TOKENS, reg).inc
         self._last_step_set = _build.gauge(TRAINER_LAST_STEP_TIMESTAMP, reg, multiprocess_mode="max").set
-        self._policy_set = _build.gauge(POLICY_VERSION, reg, multiprocess_mode="max").set
+        self._policy_gauge_set = _build.gauge(POLICY_VERSION, reg, multiprocess_mode="max").set
+        self._policy_now: float | None = None  # staleness of consumed samples is measured against it
+        self._policy_set: Callable[[float], None] = self._set_policy
         self._sync_observe = _build.fast_observe(_build.histogram(WEIGHT_SYNC_SECONDS, reg))
         self._sync_bytes_inc = _build.fast_inc(_build.counter(WEIGHT_SYNC_BYTES, reg))
         self._sync_failures_inc = _build.fast_inc(_build.counter(WEIGHT_SYNC_FAILURES, reg))
@@ -129,6 +142,14 @@ class TrainerExporter(BaseExporter):
         # The optional scalars appear on first report: a gauge at 0 would claim a loss nobody reported.
         self._scalar_set: dict[str, Callable[[float], None]] = {}
         self._scalar_lock = threading.Lock()
+        self._tokens_total = Cumulative()
+        self._dropped_counter = _build.counter(TRAINER_DROPPED, reg)
+        self._dropped_children: dict[str, tuple[Callable[[float], None], Cumulative]] = {}
+        self._staleness = _build.gauge(SAMPLE_STALENESS, reg)
+
+    def _set_policy(self, version: float) -> None:
+        self._policy_now = version
+        self._policy_gauge_set(version)
 
     def _scalar(self, key: str) -> Callable[[float], None]:
         setter = self._scalar_set.get(key)
@@ -145,8 +166,11 @@ class TrainerExporter(BaseExporter):
 
     def record(self, *, tokens: int | None = None, loss: float | None = None, kl: float | None = None,
                entropy: float | None = None, grad_norm: float | None = None,
-               learning_rate: float | None = None) -> None:
-        """Tokens trained on and the step's scalars; every argument optional, bad ones dropped and counted."""
+               learning_rate: float | None = None, tokens_total: float | None = None) -> None:
+        """Tokens trained on and the step's scalars; every argument optional, bad ones dropped and counted.
+
+        ``tokens`` adds; ``tokens_total`` is a running total reported by someone else, and sets.
+        """
         try:
             bad = False
             if tokens is not None:
@@ -155,6 +179,8 @@ class TrainerExporter(BaseExporter):
                     bad = True
                 else:
                     self._tokens_inc(checked)
+            if tokens_total is not None and not self._add_tokens_total(tokens_total):
+                bad = True
             for key, value in (("loss", loss), ("kl", kl), ("entropy", entropy), ("grad_norm", grad_norm),
                                ("learning_rate", learning_rate)):
                 if value is not None:
@@ -165,7 +191,8 @@ class TrainerExporter(BaseExporter):
                         self._scalar(key)(checked)
             if bad:
                 self._dropped("record", dict(tokens=tokens, loss=loss, kl=kl, entropy=entropy,
-                                             grad_norm=grad_norm, learning_rate=learning_rate))
+                                             grad_norm=grad_norm, learning_rate=learning_rate,
+                                             tokens_total=tokens_total))
         except Exception as exc:  # noqa: BLE001
             self._dropped("record", exc)
 
@@ -199,3 +226,147 @@ class TrainerExporter(BaseExporter):
         except Exception as exc:  # noqa: BLE001
             self._dropped("weight_sync", exc)
         return _WeightSync(self, checked_version, checked_bytes)
+
+    # --- numbers measured elsewhere -------------------------------------------------------------------
+
+    def _add_tokens_total(self, total: object) -> bool:
+        checked = as_count(total)
+        if checked is None:
+            return False
+        self._tokens_inc(self._tokens_total.advance(checked))
+        return True
+
+    def record_step(self, *, seconds: float | None = None, tokens: float | None = None,
+                    tokens_total: float | None = None) -> None:
+        """One completed step measured elsewhere: counted, stamped now, and timed when ``seconds`` is given.
+
+        A bad ``seconds`` or token count drops just that value (counted); the step still counts.
+        """
+        try:
+            self._steps_inc(1)
+            self._last_step_set(self._wall_clock())
+            bad = False
+            if seconds is not None:
+                checked = as_count(seconds)
+                if checked is None:
+                    bad = True
+                else:
+                    self._step_observe(checked)
+            if tokens is not None:
+                counted = as_count(tokens)
+                if counted is None:
+                    bad = True
+                else:
+                    self._tokens_inc(counted)
+            if tokens_total is not None and not self._add_tokens_total(tokens_total):
+                bad = True
+            if bad:
+                self._dropped("record_step", dict(seconds=seconds, tokens=tokens, tokens_total=tokens_total))
+        except Exception as exc:  # noqa: BLE001
+            self._dropped("record_step", exc)
+
+    def record_weight_sync(self, *, seconds: float, nbytes: float | None = None, version: float | None = None,
+                           ok: bool = True) -> None:
+        """One weight sync timed elsewhere, with ``weight_sync()``'s rules: the time is observed either way;
+        on success the bytes are counted and the policy version set, on failure the failure is counted."""
+        try:
+            bad = False
+            checked = as_count(seconds)
+            if checked is None:
+                bad = True
+            else:
+                self._sync_observe(checked)
+            if not ok:
+                self._sync_failures_inc(1)
+            else:
+                if nbytes is not None:
+                    sent = as_count(nbytes)
+                    if sent is None:
+                        bad = True
+                    else:
+                        self._sync_bytes_inc(sent)
+                if version is not None:
+                    published = as_count(version)
+                    if published is None:
+                        bad = True
+                    else:
+                        self._policy_set(published)
+            if bad:
+                self._dropped("record_weight_sync", dict(seconds=seconds, nbytes=nbytes, version=version))
+        except Exception as exc:  # noqa: BLE001
+            self._dropped("record_weight_sync", exc)
+
+    def record_dropped(self, count: float | None = None, reason: str = "stale", *,
+                       total: float | None = None) -> None:
+        """Samples the trainer discarded (``count`` of them, 1 by default), or a running ``total`` of them.
+
+        ``reason`` is one of ``schema.DROP_REASONS``; anything else drops the call (counted).
+        """
+        try:
+            children = self._dropped_children.get(reason) if type(reason) is str else None
+            if children is None:
+                if reason not in DROP_REASONS:
+                    self._dropped("record_dropped", reason)
+                    return
+                with self._scalar_lock:
+                    children = self._dropped_children.setdefault(
+                        reason, (_build.fast_inc(self._dropped_counter.labels(reason=reason)), Cumulative()))
+            inc, running = children
+            if total is not None:
+                checked = as_count(total) if count is None else None
+                if checked is not None:
+                    inc(running.advance(checked))
+            else:
+                checked = 1.0 if count is None else as_count(count)
+                if checked is not None:
+                    inc(checked)
+            if checked is None:
+                self._dropped("record_dropped", dict(count=count, total=total))
+        except Exception as exc:  # noqa: BLE001
+            self._dropped("record_dropped", exc)
+
+    def record_staleness(self, *, mean: float | None = None, max: float | None = None,  # noqa: A002
+                         versions: Iterable[float] | None = None, source: str = "trainer") -> None:
+        """Staleness of the samples the last step consumed, in policy versions, as ``source`` measures it.
+
+        Give ``mean``/``max`` as measured (a framework's own number; ``source`` names it, since definitions
+        differ), or the consumed samples' policy ``versions``: each one's staleness is then the last
+        published policy version minus it (never below 0).
+        """
+        try:
+            if type(source) is not str or not 0 < len(source) <= 40 or not servable(source):
+                self._dropped("record_staleness", source)
+                return
+            if versions is not None:
+                mean, max = self._staleness_of(versions)
+                if mean is None:
+                    self._dropped("record_staleness", "versions")
+                    return
+            bad = False
+            for stat, value in (("mean", mean), ("max", max)):
+                if value is not None:
+                    checked = as_count(value)
+                    if checked is None:
+                        bad = True
+                    else:
+                        self._staleness.labels(stat=stat, source=source).set(checked)
+            if bad:
+                self._dropped("record_staleness", dict(mean=mean, max=max))
+        except Exception as exc:  # noqa: BLE001
+            self._dropped("record_staleness", exc)
+
+    def _staleness_of(self, versions: Iterable[float]) -> tuple[float | None, float | None]:
+        """(mean, max) staleness of ``versions`` against the last published policy, or (None, None)."""
+        current = self._policy_now
+        total, worst, n = 0.0, 0.0, 0
+        if current is None:
+            return None, None
+        for version in versions:
+            checked = as_count(version)
+            if checked is None:
+                return None, None
+            lag = current - checked if checked < current else 0.0
+            total += lag
+            worst = lag if lag > worst else worst
+            n += 1
+        return (total / n, worst) if n else (None, None)

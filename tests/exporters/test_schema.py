@@ -13,6 +13,7 @@ def exposed_names() -> set[str]:
         pass
     with trainer.weight_sync(version=1, nbytes=1):
         pass
+    trainer.record_dropped(1, reason="stale")
     rollout = exporter(RolloutExporter)
     rollout.record_rollout(env="math", tokens=1, reward=1.0, seconds=1.0)
     evals = exporter(EvalExporter)
