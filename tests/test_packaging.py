@@ -102,3 +102,14 @@ def test_a_child_that_crashes_at_import_is_named_with_its_traceback(tmp_path: Pa
     message = str(info.value)
     assert message.startswith("rollout-0: exited with status 1 before reporting its port")
     assert "ModuleNotFoundError: No module named 'ptmon.demo.no_such_module_here'" in message
+
+
+def test_every_package_folder_is_in_the_wheel() -> None:
+    """A new sub-package left out of pyproject's explicit list would install without its modules."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {"ptmon." + ".".join(p.parent.relative_to(ROOT).parts)
+               for top in ("exporters", "monitor", "demo") for p in (ROOT / top).rglob("__init__.py")
+               if "__pycache__" not in p.parts}
+    assert folders - set(config["packages"]) == set()
