@@ -25,6 +25,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.events import DescendantFocus, Key, Resize
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
@@ -57,6 +58,11 @@ PANELS = ("targets", "workers", "alerts")
 COMPACT_BELOW = (120, 36)  # narrower or shorter than this: one table at a time, sparklines for charts
 
 
+def is_compact(width: int, height: int) -> bool:
+    """What the breakpoints below say about a terminal of this size (the app's trends follow it)."""
+    return width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]
+
+
 def _step(values: tuple[float, ...], current: float, direction: int) -> float:
     """The next value along ``values`` from ``current`` (which need not be one of them)."""
     if direction > 0:
@@ -69,6 +75,17 @@ class PtmonApp(App[int]):
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "ptmon"
+    # The screen carries -narrow or -wide and -short or -tall; app.tcss lays out the compact screen
+    # (-narrow or -short) from them, so a resize changes no widget by hand.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (COMPACT_BELOW[0], "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (COMPACT_BELOW[1], "-tall")]
+
+    # The screen's state; each watcher below holds the side effects of a change, so an action is one line.
+    paused = var(False, init=False)  # the screen frozen; collection goes on
+    interval_s = var(DEFAULT_INTERVAL_S, init=False)
+    window_s = var(DEFAULT_WINDOW_S, init=False)
+    active_panel = var("targets", init=False, always_update=True)  # the table keys act on (and shown when compact)
+    compact = var(False, init=False)  # sparklines instead of charts, short card labels
 
     BINDINGS = [
         Binding("q", "quit", "quit", tooltip="quit (Ctrl+Q too)"),
@@ -105,11 +122,9 @@ class PtmonApp(App[int]):
         self._feed = feed
         self._clock = clock
         self.thresholds = thresholds or Thresholds()
-        self.interval_s = interval_s
-        self.window_s = window_s
-        self.paused = False
-        self.compact = False
-        self.active_panel = "targets"
+        # The starting values, not changes: set without calling the watchers (nothing is mounted yet).
+        self.set_reactive(PtmonApp.interval_s, interval_s)
+        self.set_reactive(PtmonApp.window_s, window_s)
         self.dashboard: Dashboard | None = None  # what the screen shows (frozen while paused)
         self.polls = 0  # dashboards fetched: tests and the bench wait on it
         self._frozen_at: float | None = None
@@ -132,7 +147,7 @@ class PtmonApp(App[int]):
             yield SparkCell("score", id="spark-ipd")
             yield SparkCell("rollouts/s", id="spark-rollout")
             yield SparkCell("sync", id="spark-sync")
-        with Vertical(id="bottom"):
+        with Vertical(id="bottom", classes=f"-{self.active_panel}"):
             with Horizontal(id="tables"):
                 yield TargetsTable(id="targets")
                 yield WorkersTable(thresholds=self.thresholds, id="workers")
@@ -145,28 +160,12 @@ class PtmonApp(App[int]):
         return self.query_one(f"#{panel or self.active_panel}", SortFilterTable)
 
     def on_resize(self, event: Resize) -> None:
-        self._relayout(event.size.width, event.size.height)
-
-    def _relayout(self, width: int, height: int) -> None:
-        """Compact below 120x36: sparklines instead of charts and one table at a time."""
-        compact = width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]
-        changed = compact != self.compact
-        self.compact = compact
-        self.screen.set_class(compact, "-compact")
-        self.query_one("#charts").display = not compact
-        self.query_one("#sparks").display = compact
-        for panel in PANELS:
-            self.query_one(f"#{panel}").display = not compact or panel == self.active_panel
-        self.query_one("#tables").display = not compact or self.active_panel != "alerts"
-        for card in self.query(Card):
-            card.set_compact(compact)
-        if changed and self.dashboard is not None:
-            self._show_trends(self.dashboard)
+        self.compact = is_compact(event.size.width, event.size.height)
 
     # data --------------------------------------------------------------------------------
 
     async def on_mount(self) -> None:
-        self._relayout(self.size.width, self.size.height)
+        self.compact = is_compact(self.size.width, self.size.height)
         self.table().focus()
         try:
             await self._feed.start()
@@ -282,19 +281,12 @@ class PtmonApp(App[int]):
 
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
-        self._frozen_at = self._clock() if self.paused else None
-        self._show_header()
-        if not self.paused:
-            self._poll_soon()
 
     def action_interval(self, direction: int) -> None:
         self.interval_s = _step(INTERVALS_S, self.interval_s, direction)
-        self._feed.set_interval(self.interval_s)
-        self._show_header()
-        self._poll_soon()
 
     def action_window(self, direction: int) -> None:
-        self._set_window(_step(WINDOWS_S, self.window_s, direction))
+        self.window_s = _step(WINDOWS_S, self.window_s, direction)
 
     def action_baseline(self) -> None:
         self._feed.set_baseline_now()
@@ -303,8 +295,6 @@ class PtmonApp(App[int]):
 
     def action_panel(self, panel: str) -> None:
         self.active_panel = panel
-        self._relayout(self.size.width, self.size.height)
-        self.table(panel).focus()
 
     def action_sort(self) -> None:
         self.table().cycle_sort()
@@ -375,8 +365,35 @@ class PtmonApp(App[int]):
 
     def _set_window(self, window_s: float) -> None:
         self.window_s = window_s
+
+    # watchers: what a change of state does --------------------------------------------
+
+    def watch_paused(self, paused: bool) -> None:
+        self._frozen_at = self._clock() if paused else None
+        self._show_header()
+        if not paused:
+            self._poll_soon()
+
+    def watch_interval_s(self, interval_s: float) -> None:
+        self._feed.set_interval(interval_s)
         self._show_header()
         self._poll_soon()
+
+    def watch_window_s(self) -> None:
+        self._show_header()
+        self._poll_soon()
+
+    def watch_active_panel(self, panel: str) -> None:
+        """The panel's class on #bottom (app.tcss shows only it when compact), and the keyboard on it."""
+        self.query_one("#bottom").update_classes({f"-{p}": p == panel for p in PANELS})
+        self.table(panel).focus()
+
+    def watch_compact(self, compact: bool) -> None:
+        """Cards shorten their labels; the trends just shown are drawn again in the other form."""
+        for card in self.query(Card):
+            card.compact = compact
+        if self.dashboard is not None:
+            self._show_trends(self.dashboard)
 
 
 def run_watch(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from rich.text import Text
+from textual.reactive import var
 
 from ptmon.monitor.alerts import RULE_CARDS
 from ptmon.monitor.dashboard import Alert, Dashboard, Level
@@ -173,6 +174,8 @@ class Card(LineWidget):
     Card.-critical { border: heavy $error; border-title-color: $error; }
     """
 
+    compact = var(False, toggle_class="-compact", init=False)  # the 80-column form: short title and labels
+
     def __init__(self, card: str, title: str, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.card = card
@@ -198,14 +201,13 @@ class Card(LineWidget):
     def rows(self) -> Sequence[CardRow]:
         return self._rows
 
-    def set_compact(self, compact: bool) -> None:
-        self.set_class(compact, "-compact")
+    def watch_compact(self, compact: bool) -> None:
         self.border_title = _SHORT.get(self.title, self.title) if compact else self.title
         self.invalidate()
 
     def lines(self, width: int, height: int) -> list[Text]:
         """Label on the left, value flush right; the label gives way first when space is short."""
-        compact = self.has_class("-compact")
+        compact = self.compact
         out = []
         for label, value in self._rows:  # Text, never a str: a str would be parsed as markup
             if isinstance(label, str):

@@ -61,6 +61,92 @@ def _line(x0: int, y0: int, x1: int, y1: int) -> list[tuple[int, int]]:
             y0 += sy
 
 
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """Where data lands in a plot of ``dots_w`` x ``dots_h`` braille dots (y grows downwards)."""
+
+    x0: float
+    x1: float
+    ylo: float
+    yhi: float
+    dots_w: int
+    dots_h: int
+
+    def dot_x(self, x: float) -> int:
+        return min(self.dots_w - 1, max(0, round((x - self.x0) / (self.x1 - self.x0) * (self.dots_w - 1))))
+
+    def dot_y(self, y: float) -> int:
+        return min(self.dots_h - 1, max(0, round((self.yhi - y) / (self.yhi - self.ylo) * (self.dots_h - 1))))
+
+
+def _blank(message: str, width: int, height: int, style: str) -> Text:
+    """``message`` centred on the middle line of an otherwise empty box."""
+    blank = [""] * height
+    blank[(height - 1) // 2] = message.center(width)[:width].rstrip()
+    return Text("\n".join(blank), style=style, no_wrap=True, overflow="crop")
+
+
+def _x_range(data: ChartData, points: Sequence[Point]) -> tuple[float, float]:
+    """The x span drawn: the data's own (or the given window), never of zero width."""
+    xs = [x for x, _ in points]
+    x0, x1 = data.x_range if data.x_range is not None else (min(xs), max(xs))
+    if x1 <= x0:
+        x0, x1 = x0 - 1.0, x0 + 1.0
+    return x0, x1
+
+
+def _y_range(points: Sequence[Point], hline: float | None) -> tuple[float, float]:
+    """The y span drawn: the visible points and the reference line, from zero when zero is near."""
+    ys = [y for _, y in points]
+    ylo, yhi = min(ys), max(ys)
+    if hline is not None and math.isfinite(hline):
+        ylo, yhi = min(ylo, hline), max(yhi, hline)
+    if yhi <= ylo:
+        pad = abs(yhi) * 0.1 or 1.0
+        ylo, yhi = ylo - pad, yhi + pad
+    if ylo >= 0 and ylo < 0.25 * yhi:
+        ylo = 0.0  # rates read best from zero when zero is near
+    return ylo, yhi
+
+
+def _dots(points: Sequence[Point], frame: _Frame, plot_w: int, plot_h: int) -> list[list[int]]:
+    """The braille mask of each cell: the points joined by straight segments, left to right."""
+    grid = [[0] * plot_w for _ in range(plot_h)]
+    previous: tuple[int, int] | None = None
+    for x, y in sorted(points):
+        here = (frame.dot_x(x), frame.dot_y(y))
+        for dx, dy in _line(*previous, *here) if previous else [here]:
+            grid[dy // 4][dx // 2] |= _BITS[dx % 2][dy % 4]
+        previous = here
+    return grid
+
+
+def _cells(mask_row: Sequence[int], row: int, mark_cols: set[int], hline_row: int | None,
+           styles: tuple[str, str, str]) -> list[tuple[str, str]]:
+    """One plot row as runs of (characters, style): dots over marks over the reference line."""
+    line_style, mark_style, hline_style = styles
+    runs: list[tuple[str, str]] = []
+    run: list[str] = []
+    run_style = ""
+    for col, mask in enumerate(mask_row):
+        if mask:
+            char, style = chr(0x2800 + mask), line_style
+        elif col in mark_cols:
+            char, style = "╎", mark_style
+        elif row == hline_row:
+            char, style = "┄", hline_style
+        else:
+            char, style = " ", ""
+        if style != run_style and run:
+            runs.append(("".join(run), run_style))
+            run = []
+        run_style = style
+        run.append(char)
+    if run:
+        runs.append(("".join(run), run_style))
+    return runs
+
+
 def plot(
     data: ChartData,
     *,
@@ -76,26 +162,12 @@ def plot(
         return Text()
     points = _finite(data.points)
     if not points:
-        blank = [""] * height
-        blank[(height - 1) // 2] = data.empty.center(width)[:width].rstrip()
-        return Text("\n".join(blank), style=axis_style, no_wrap=True, overflow="crop")
-
-    xs = [x for x, _ in points]
-    x0, x1 = data.x_range if data.x_range is not None else (min(xs), max(xs))
-    if x1 <= x0:
-        x0, x1 = x0 - 1.0, x0 + 1.0
+        return _blank(data.empty, width, height, axis_style)
+    x0, x1 = _x_range(data, points)
     points = [(x, y) for x, y in points if x0 <= x <= x1]  # the y range is the visible points' range
     if not points:
-        return plot(ChartData(empty=data.empty), width=width, height=height, axis_style=axis_style)
-    ys = [y for _, y in points]
-    ylo, yhi = min(ys), max(ys)
-    if data.hline is not None and math.isfinite(data.hline):
-        ylo, yhi = min(ylo, data.hline), max(yhi, data.hline)
-    if yhi <= ylo:
-        pad = abs(yhi) * 0.1 or 1.0
-        ylo, yhi = ylo - pad, yhi + pad
-    if ylo >= 0 and ylo < 0.25 * yhi:
-        ylo = 0.0  # rates read best from zero when zero is near
+        return _blank(data.empty, width, height, axis_style)
+    ylo, yhi = _y_range(points, data.hline)
 
     top_label, bottom_label = data.y_format(yhi), data.y_format(ylo)
     gutter = max(len(top_label), len(bottom_label)) + 1
@@ -104,50 +176,19 @@ def plot(
     plot_w = width - gutter
     if plot_w < 2:
         return Text("\n".join([""] * height))
-    dots_w, dots_h = plot_w * 2, plot_h * 4
-
-    def dot_x(x: float) -> int:
-        return min(dots_w - 1, max(0, round((x - x0) / (x1 - x0) * (dots_w - 1))))
-
-    def dot_y(y: float) -> int:
-        return min(dots_h - 1, max(0, round((yhi - y) / (yhi - ylo) * (dots_h - 1))))
-
-    grid = [[0] * plot_w for _ in range(plot_h)]
-    previous: tuple[int, int] | None = None
-    for x, y in sorted(points):
-        here = (dot_x(x), dot_y(y))
-        for dx, dy in _line(*previous, *here) if previous else [here]:
-            grid[dy // 4][dx // 2] |= _BITS[dx % 2][dy % 4]
-        previous = here
-
-    mark_cols = {dot_x(m) // 2 for m in data.marks if math.isfinite(m) and x0 <= m <= x1}
+    frame = _Frame(x0, x1, ylo, yhi, plot_w * 2, plot_h * 4)
+    grid = _dots(points, frame, plot_w, plot_h)
+    mark_cols = {frame.dot_x(m) // 2 for m in data.marks if math.isfinite(m) and x0 <= m <= x1}
     hline_row = None
     if data.hline is not None and math.isfinite(data.hline):
-        hline_row = dot_y(data.hline) // 4
+        hline_row = frame.dot_y(data.hline) // 4
 
     text = Text(no_wrap=True, overflow="crop")
     for row in range(plot_h):
         label = top_label if row == 0 else bottom_label if row == plot_h - 1 else ""
         text.append(label.rjust(gutter - 1) + "│", style=axis_style)
-        run: list[str] = []
-        run_style = ""
-        for col in range(plot_w):
-            mask = grid[row][col]
-            if mask:
-                char, style = chr(0x2800 + mask), line_style
-            elif col in mark_cols:
-                char, style = "╎", mark_style
-            elif row == hline_row:
-                char, style = "┄", hline_style
-            else:
-                char, style = " ", ""
-            if style != run_style and run:
-                text.append("".join(run), style=run_style)
-                run = []
-            run_style = style
-            run.append(char)
-        if run:
-            text.append("".join(run), style=run_style)
+        for chars, style in _cells(grid[row], row, mark_cols, hline_row, (line_style, mark_style, hline_style)):
+            text.append(chars, style=style)
         text.append("\n")
     if show_x:
         left, right = data.x_labels
