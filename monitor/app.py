@@ -40,6 +40,7 @@ from ptmon.monitor.widgets import (
     Card,
     Chart,
     ChartData,
+    DrawFailed,
     HeaderState,
     HelpScreen,
     SortFilterTable,
@@ -128,7 +129,8 @@ class PtmonApp(App[int]):
         self.dashboard: Dashboard | None = None  # what the screen shows (frozen while paused)
         self.polls = 0  # dashboards fetched: tests and the bench wait on it
         self._frozen_at: float | None = None
-        self._error: str | None = None
+        self._error: str | None = None  # why the last dashboard could not be fetched or shown
+        self._draw_errors: dict[str, str] = {}  # widget id -> why it cannot draw (it shows so in its box)
         self._critical_seen: set[tuple[str, str | None]] = set()
         self._wake = asyncio.Event()
 
@@ -226,11 +228,25 @@ class PtmonApp(App[int]):
         self.query_one("#alerts", AlertsTable).show(d.alerts, now)
         self._notify_critical(d)
 
+    def on_draw_failed(self, message: DrawFailed) -> None:
+        """A widget could not draw (or can again): say so in the header, as for a feed error."""
+        name = message.widget.id or type(message.widget).__name__
+        if message.error is None:
+            self._draw_errors.pop(name, None)
+        else:
+            self._draw_errors[name] = message.error
+        self._show_header()
+
+    def _errors(self) -> str | None:
+        shown = [self._error] if self._error else []
+        shown += [f"display: {name}: {error}" for name, error in self._draw_errors.items()]
+        return "; ".join(shown) or None
+
     def _show_header(self) -> None:
         frozen = None if self._frozen_at is None else self._clock() - self._frozen_at
         self.query_one(StatusHeader).show(
             HeaderState(self.dashboard, interval_s=self.interval_s, window_s=self.window_s,
-                        paused=self.paused, frozen_s=frozen, error=self._error)
+                        paused=self.paused, frozen_s=frozen, error=self._errors())
         )
 
     def _show_trends(self, d: Dashboard) -> None:

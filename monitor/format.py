@@ -38,6 +38,14 @@ __all__ = [
 
 DASH = "—"
 
+# Beyond these a number is shown in scientific notation at 3 figures: still honest about its size,
+# never a 300-digit string (a counter that wrapped, a price of 1e300) that eats a card or a column.
+_HUGE = 1e15
+_HUGE_MONEY = 1e12
+_HUGE_SCORE = 1e6
+_EXACT_INT = 2.0**53  # floats above it are not every integer: a version there is not exact
+_HUGE_DAYS = 1e5
+
 
 def _known(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
@@ -63,6 +71,8 @@ def fmt_num(x: float | None, digits: int = 3) -> str:
         return DASH
     assert x is not None
     a = abs(x)
+    if a >= _HUGE:
+        return f"{x:.2e}"
     for limit, unit, suffix in ((1e12, 1e12, "T"), (1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
         if a >= limit:
             return f"{_sig(x / unit, digits)}{suffix}"
@@ -75,7 +85,10 @@ def fmt_num(x: float | None, digits: int = 3) -> str:
 
 def fmt_version(x: float | None) -> str:
     """A policy version, exact (v12345, never 12.3k): trainer and worker versions are compared by eye."""
-    return f"v{x:.0f}" if _known(x) else DASH
+    if not _known(x):
+        return DASH
+    assert x is not None
+    return f"v{x:.0f}" if abs(x) < _EXACT_INT else f"v{x:.2e}"
 
 
 def fmt_rate(x: float | None, unit: str = "/s") -> str:
@@ -104,6 +117,8 @@ def fmt_duration(s: float | None) -> str:
         return DASH
     assert s is not None
     s = max(0.0, s)
+    if s >= _HUGE_DAYS * 86400:
+        return f"{s / 86400:.1e}d"
     whole = int(s)
     days, rem = divmod(whole, 86400)
     hours, rem = divmod(rem, 3600)
@@ -124,6 +139,8 @@ def fmt_money(x: float | None) -> str:
     assert x is not None
     sign = "-" if x < 0 else ""
     a = abs(x)
+    if a >= _HUGE_MONEY:
+        return f"{sign}${a:.2e}"
     if a >= 1e6:
         return f"{sign}${a / 1e6:.2f}M"
     if a >= 100:
@@ -136,6 +153,8 @@ def fmt_bytes_rate(x: float | None) -> str:
     if not _known(x):
         return DASH
     assert x is not None
+    if abs(x) >= _HUGE:
+        return f"{x:.2e} B/s"
     for limit, unit in ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s")):
         if abs(x) >= limit:
             return f"{_sig(x / limit, 3)} {unit}"
@@ -158,7 +177,8 @@ def fmt_score(x: float | None) -> str:
     if not _known(x):
         return DASH
     assert x is not None
-    return f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"
+    a = abs(x)
+    return f"{x:.3f}" if a < 10 else f"{x:.1f}" if a < _HUGE_SCORE else f"{x:.2e}"
 
 
 def against_limits(value: float | None, warn: float, critical: float) -> Text:

@@ -4,6 +4,7 @@ from ptmon.monitor.widgets.cards import CARDS, Card, card_for_alert, card_level,
 from ptmon.monitor.widgets.chart import Chart, ChartData, plot
 from ptmon.monitor.widgets.header import HeaderState, StatusHeader, header_text
 from ptmon.monitor.widgets.help import HelpScreen
+from ptmon.monitor.widgets.lines import DrawFailed
 from ptmon.monitor.widgets.sparks import SparkCell
 from ptmon.monitor.widgets.tables import AlertsTable, SortFilterTable, TargetsTable, WorkersTable
 
@@ -13,6 +14,7 @@ __all__ = [
     "Card",
     "Chart",
     "ChartData",
+    "DrawFailed",
     "HeaderState",
     "HelpScreen",
     "SortFilterTable",

@@ -9,6 +9,7 @@ plot: enough to read a trend and spot a spike without a plotting dependency.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,9 @@ from ptmon.monitor.widgets.lines import LineWidget
 __all__ = ["ChartData", "plot", "Chart"]
 
 Point = tuple[float, float]
+
+_MAX = sys.float_info.max
+_REL_PAD = 2.0**-40  # a lone x's pad relative to its size: below the 1.0 pad up to 2^40, so small charts keep it
 
 # Braille dot bits by (column, row) inside one cell.
 _BITS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
@@ -61,6 +65,24 @@ def _line(x0: int, y0: int, x1: int, y1: int) -> list[tuple[int, int]]:
             y0 += sy
 
 
+def _fraction(v: float, lo: float, hi: float) -> float:
+    """Where ``v`` sits between ``lo`` and ``hi`` (0 to 1 inside), for any finite floats.
+
+    Computed on halves: ``hi - lo`` overflows to inf between -1e308 and 1e308, a half never
+    does, and halving a float is exact (bar subnormals), so ordinary charts are unchanged.
+    """
+    span = hi / 2 - lo / 2
+    if not span > 0:
+        return 0.5
+    f = (v / 2 - lo / 2) / span
+    return f if math.isfinite(f) else 0.5
+
+
+def _widen(lo: float, hi: float, pad: float) -> tuple[float, float]:
+    """``lo - pad, hi + pad`` held to finite floats (a span at the top of the range stays finite)."""
+    return max(lo - pad, -_MAX), min(hi + pad, _MAX)
+
+
 @dataclass(frozen=True, slots=True)
 class _Frame:
     """Where data lands in a plot of ``dots_w`` x ``dots_h`` braille dots (y grows downwards)."""
@@ -73,10 +95,10 @@ class _Frame:
     dots_h: int
 
     def dot_x(self, x: float) -> int:
-        return min(self.dots_w - 1, max(0, round((x - self.x0) / (self.x1 - self.x0) * (self.dots_w - 1))))
+        return min(self.dots_w - 1, max(0, round(_fraction(x, self.x0, self.x1) * (self.dots_w - 1))))
 
     def dot_y(self, y: float) -> int:
-        return min(self.dots_h - 1, max(0, round((self.yhi - y) / (self.yhi - self.ylo) * (self.dots_h - 1))))
+        return min(self.dots_h - 1, max(0, round((1 - _fraction(y, self.ylo, self.yhi)) * (self.dots_h - 1))))
 
 
 def _blank(message: str, width: int, height: int, style: str) -> Text:
@@ -87,11 +109,16 @@ def _blank(message: str, width: int, height: int, style: str) -> Text:
 
 
 def _x_range(data: ChartData, points: Sequence[Point]) -> tuple[float, float]:
-    """The x span drawn: the data's own (or the given window), never of zero width."""
+    """The x span drawn: the data's own (or the given window), never of zero width.
+
+    A lone point sits in the middle of a span of at least 2 (one eval); from 2^53 up ``x ± 1``
+    is ``x`` again, so the pad grows with the number there.
+    """
     xs = [x for x, _ in points]
-    x0, x1 = data.x_range if data.x_range is not None else (min(xs), max(xs))
+    given = data.x_range
+    x0, x1 = given if given is not None and all(map(math.isfinite, given)) else (min(xs), max(xs))
     if x1 <= x0:
-        x0, x1 = x0 - 1.0, x0 + 1.0
+        x0, x1 = _widen(x0, x0, max(1.0, abs(x0) * _REL_PAD))
     return x0, x1
 
 
@@ -102,8 +129,7 @@ def _y_range(points: Sequence[Point], hline: float | None) -> tuple[float, float
     if hline is not None and math.isfinite(hline):
         ylo, yhi = min(ylo, hline), max(yhi, hline)
     if yhi <= ylo:
-        pad = abs(yhi) * 0.1 or 1.0
-        ylo, yhi = ylo - pad, yhi + pad
+        ylo, yhi = _widen(ylo, yhi, abs(yhi) * 0.1 or 1.0)
     if ylo >= 0 and ylo < 0.25 * yhi:
         ylo = 0.0  # rates read best from zero when zero is near
     return ylo, yhi

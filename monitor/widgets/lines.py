@@ -8,16 +8,70 @@ with Rich into a Strip, cropped to the box, and the compositor only copies it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Self
+from collections.abc import Callable, Iterable
+from typing import Self, TypeVar
 
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-__all__ = ["LineWidget", "row_regions", "same_text"]
+from ptmon.monitor.text import safe
+
+__all__ = ["DrawFailed", "DrawGuard", "LineWidget", "error_strips", "row_regions", "same_text"]
+
+T = TypeVar("T")
+
+
+class DrawFailed(Message):
+    """A widget could not draw itself (``error``), or can again (``error`` None).
+
+    Bubbles to the app, which reports it like a feed error; the widget shows the error in its
+    own box meanwhile, so one widget's bad number never takes the other widgets (or the app) down.
+    """
+
+    def __init__(self, widget: Widget, error: str | None) -> None:
+        super().__init__()
+        self.widget = widget
+        self.error = error
+
+
+class DrawGuard:
+    """Runs a widget's drawing; an exception becomes a fallback drawing and one DrawFailed."""
+
+    def __init__(self, widget: Widget) -> None:
+        self._widget = widget
+        self.error: str | None = None
+
+    def run(self, draw: Callable[[], T], fallback: Callable[[str], T]) -> T:
+        try:
+            result = draw()
+        except Exception as exc:  # any bug or number the drawing chokes on: say so, keep the app up
+            error = f"{type(exc).__name__}: {exc}"
+            if error != self.error:
+                self.error = error
+                self._widget.log.error(f"{self._widget!r} cannot draw: {error}")
+                self._report(error)
+            return fallback(error)
+        if self.error is not None:
+            self.error = None
+            self._report(None)
+        return result
+
+    def _report(self, error: str | None) -> None:
+        # Drawing runs in the screen's task: a message made there has the screen as its sender and
+        # would stop bubbling at the screen. Made in the widget's own task it reaches the app.
+        widget = self._widget
+        widget.call_later(lambda: widget.post_message(DrawFailed(widget, error)))
+
+
+def error_strips(widget: Widget, error: str, width: int, height: int, base: Style) -> list[Strip]:
+    """What a widget that cannot draw shows instead: the error on its first line, literally."""
+    text = Text(safe(f"⚠ cannot draw: {error}"), style="bold red", no_wrap=True, end="")
+    first = Strip(list(text.render(widget.app.console, end=""))).crop_extend(0, width, None).apply_style(base)
+    return [first] + [Strip.blank(width, base)] * max(0, height - 1)
 
 
 def row_regions(rows: Iterable[int], width: int, *, top: int = 0) -> list[Region]:
@@ -52,6 +106,12 @@ class LineWidget(Widget):
         super().__init__(id=id, classes=classes)
         self._cache: tuple[tuple[Size, Style], list[Strip]] | None = None
         self._texts: list[Text] = []  # what the cached Strips were rendered from, line by line
+        self._guard = DrawGuard(self)
+
+    @property
+    def draw_error(self) -> str | None:
+        """Why the last drawing failed (shown in the box instead), or None."""
+        return self._guard.error
 
     def lines(self, width: int, height: int) -> list[Text]:
         raise NotImplementedError
@@ -105,6 +165,13 @@ class LineWidget(Widget):
         self.refresh()
 
     def _build(self, size: Size, base: Style) -> list[Strip]:
+        return self._guard.run(lambda: self._build_lines(size, base), lambda error: self._failed(error, size, base))
+
+    def _failed(self, error: str, size: Size, base: Style) -> list[Strip]:
+        self._texts = []  # no Strip of the error may be reused for a line that draws again
+        return error_strips(self, error, size.width, size.height, base)
+
+    def _build_lines(self, size: Size, base: Style) -> list[Strip]:
         # A line whose Text is the same as last time keeps its Strip: comparing a Text is far cheaper than
         # rendering it through Rich, and in a card or a chart most lines stay put from one second to the next.
         console = self.app.console

@@ -28,7 +28,7 @@ from textual.strip import Strip
 from ptmon.monitor.dashboard import Alert, TargetHealth, WorkerRow
 from ptmon.monitor.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, fmt_version, lit
 from ptmon.monitor.settings import Thresholds
-from ptmon.monitor.widgets.lines import row_regions, same_text
+from ptmon.monitor.widgets.lines import DrawGuard, error_strips, row_regions, same_text
 
 __all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable"]
 
@@ -103,6 +103,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         self._widths: list[int] = []
         self._drawn: list[tuple[Text, ...]] = []  # the cells each of _strips was drawn from
         self._styles: tuple[Style, Style, Style] = (Style(), Style(), Style())
+        self._guard = DrawGuard(self)
         self.border_title = self.TITLE
 
     # what subclasses say about a row
@@ -270,7 +271,18 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         else:  # same columns, same rows: repaint the rows whose text changed
             self._refresh_rows(*(i for i, (a, b) in enumerate(zip(old_strips, strips, strict=False)) if a != b))
 
+    @property
+    def draw_error(self) -> str | None:
+        """Why the last drawing failed (shown in the box instead), or None."""
+        return self._guard.error
+
     def render_lines(self, crop: Region) -> list[Strip]:
+        return self._guard.run(
+            lambda: self._render_lines(crop),
+            lambda error: error_strips(self, error, crop.width, crop.height, self.rich_style),
+        )
+
+    def _render_lines(self, crop: Region) -> list[Strip]:
         # The styles once per repaint (each lookup walks the CSS), then each line is a crop of a cached Strip.
         self._styles = (
             self.rich_style,

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 
@@ -12,6 +13,7 @@ from ptmon.monitor.format import (
     fmt_num,
     fmt_score,
     fmt_seconds,
+    fmt_version,
     fmt_window,
     lit,
 )
@@ -86,3 +88,28 @@ def test_policy_versions_are_exact_never_abbreviated() -> None:
     assert fmt_version(7.0) == "v7"
     assert fmt_version(None) == "—"
     assert fmt_version(float("nan")) == "—"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "value", "text"),
+    [
+        (fmt_num, 1e308, "1.00e+308"), (fmt_num, -1e308, "-1.00e+308"), (fmt_num, 2.0**53, "9.01e+15"),
+        (fmt_num, 9.9e14, "990T"),  # below the cut: unchanged
+        (fmt_money, 1e308, "$1.00e+308"), (fmt_money, -9e15, "-$9.00e+15"), (fmt_money, 5.2e6, "$5.20M"),
+        (fmt_score, 1e308, "1.00e+308"), (fmt_score, 42.0, "42.0"),
+        (fmt_version, 2.0**53, "v9.01e+15"), (fmt_version, 2.0**53 - 1, "v9007199254740991"),
+        (fmt_duration, 1e308, "1.2e+303d"), (fmt_duration, 99 * 86400.0, "99d00h"),
+        (fmt_seconds, 1e308, "1.2e+303d"), (fmt_seconds, -1e308, "-1.2e+303d"),
+        (fmt_bytes_rate, 1e308, "1.00e+308 B/s"), (fmt_bytes_rate, 6.3e9, "6.30 GB/s"),
+    ],
+)
+def test_numbers_beyond_a_cell_are_scientific_never_hundreds_of_digits(
+        fmt: Callable[[float], str], value: float, text: str) -> None:
+    assert fmt(value) == text
+
+
+@pytest.mark.parametrize("fmt", [fmt_num, fmt_seconds, fmt_duration, fmt_money, fmt_bytes_rate, fmt_score, fmt_version])
+def test_every_finite_float_formats_short(fmt: Callable[[float], str]) -> None:
+    edges = [2.0**53, 2.0**54 + 4, 1e16, 1e20, 1e100, 1e300, 1.7976931348623157e308, 5e-324, 1e-300]
+    for value in edges + [-v for v in edges]:
+        assert len(fmt(value)) <= 14, (value, fmt(value))

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+import pytest
+
+from ptmon.monitor.format import fmt_num
 from ptmon.monitor.widgets.chart import ChartData, plot
 
 
@@ -87,3 +91,36 @@ async def test_a_new_subtitle_repaints_only_the_bottom_border_row_and_shows() ->
         assert row.translate(chart.content_offset) == Region(0, chart.outer_size.height - 1, chart.outer_size.width, 1)
         text = screen_text(app)
         assert "42.7/s" in text and "41.5/s" not in text
+
+
+MAX = 1.7976931348623157e308
+
+
+@pytest.mark.parametrize(
+    "points",
+    [
+        ((2.0**53, 0.61),),  # one eval at a spend of 2^53
+        ((1e16, 0.61),),  # past 2^54: x - 1.0 == x + 1.0, the old zero-width span
+        ((1e20, 1e20),),  # a GPU-seconds counter of 1e20, alone
+        ((-9.9e307, 0.55), (9.9e307, 0.61)),  # x1 - x0 overflows to inf
+        ((0.0, -1e308), (1.0, 1e308)),  # yhi - ylo overflows to inf
+        tuple((float(t), (-1) ** t * MAX) for t in range(40)),  # swinging between the extremes
+        ((0.0, MAX), (1.0, MAX)),  # flat at the top of the range: the pad must not overflow
+        ((-MAX, -MAX), (MAX, MAX)),
+        ((5e-324, 5e-324), (1e-323, 1e-320)),  # subnormals
+    ],
+)
+def test_extreme_finite_numbers_are_drawn_not_raised(points: tuple[tuple[float, float], ...]) -> None:
+    formats: tuple[Callable[[float], str], ...] = (fmt_num, lambda _: "y")
+    for fmt in formats:  # short labels too: then the plot area is there to divide
+        data = ChartData(points=points, marks=(points[0][0],), hline=points[-1][1], y_format=fmt)
+        for width, height in ((40, 10), (14, 3), (80, 20)):
+            lines = plot(data, width=width, height=height).plain.split("\n")
+            assert len(lines) == height and max(len(line) for line in lines) <= width
+            assert braille("".join(lines)) > 0
+
+
+def test_a_window_that_is_not_finite_falls_back_to_the_points_own_range() -> None:
+    data = ChartData(points=((0.0, 1.0), (1.0, 2.0)), x_range=(-math.inf, math.nan))
+    assert braille(plot(data, width=30, height=6).plain) > 0
+
