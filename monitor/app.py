@@ -33,6 +33,7 @@ from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.feed import Feed
 from ptmon.monitor.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
 from ptmon.monitor.settings import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_S, WINDOWS_S, Thresholds
+from ptmon.monitor.terminal import ResumeGuard
 from ptmon.monitor.text import safe
 from ptmon.monitor.widgets import (
     CARDS,
@@ -133,6 +134,7 @@ class PtmonApp(App[int]):
         self._draw_errors: dict[str, str] = {}  # widget id -> why it cannot draw (it shows so in its box)
         self._critical_seen: set[tuple[str, str | None]] = set()
         self._wake = asyncio.Event()
+        self._resume = ResumeGuard(self)  # q ends the process after a SIGSTOP/SIGCONT too
 
     # layout ------------------------------------------------------------------------------
 
@@ -167,6 +169,7 @@ class PtmonApp(App[int]):
     # data --------------------------------------------------------------------------------
 
     async def on_mount(self) -> None:
+        self._resume.install()
         self.compact = is_compact(self.size.width, self.size.height)
         self.table().focus()
         try:
@@ -176,6 +179,7 @@ class PtmonApp(App[int]):
         self._poll_loop()
 
     async def on_unmount(self) -> None:
+        self._resume.remove()
         await self._feed.aclose()
 
     @work(exclusive=True, group="poll")
