@@ -90,7 +90,10 @@ class PtmonApp(App[int]):
     compact = var(False, init=False)  # sparklines instead of charts, short card labels
 
     BINDINGS = [
-        Binding("q", "quit", "quit", tooltip="quit (Ctrl+Q too)"),
+        Binding("q", "quit", "quit", tooltip="quit (Ctrl+C and Ctrl+Q too)"),
+        # Ctrl-C quits from anywhere, the filter box and the palette included (priority: before the focused
+        # widget's copy binding); Textual's own Ctrl-C only toasts "press ctrl+q" and the key was lost.
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
         Binding("p", "toggle_pause", "pause", tooltip="pause/resume the screen; collection goes on, no gap"),
         Binding("question_mark", "help", "help", key_display="?", tooltip="this help"),
         Binding("slash", "filter", "filter", key_display="/",

@@ -10,8 +10,10 @@ import asyncio
 from dataclasses import replace
 from typing import Any, cast
 
+import pytest
 from textual import events
 from textual.binding import Binding
+from textual.command import CommandPalette
 from textual.notifications import SeverityLevel
 from textual.pilot import Pilot
 from textual.widgets import Input
@@ -121,6 +123,28 @@ async def test_q_quits() -> None:
         await pilot.press("q")
         await pilot.pause()
         assert app.return_code == 0
+    assert feed.closed
+
+
+@pytest.mark.parametrize("where", ["tables", "filter box", "help", "palette"])
+async def test_ctrl_c_quits_from_anywhere_with_no_toast(where: str) -> None:
+    app, feed, _ = make_app()
+    async with app.run_test(size=SMALL, notifications=True) as pilot:
+        await settle(pilot)
+        if where == "filter box":
+            await pilot.press("slash", "r")
+            assert app.query_one("#filter", Input).has_focus
+        elif where == "help":
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, HelpScreen)
+        elif where == "palette":
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            assert isinstance(app.screen, CommandPalette)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.return_code == 0
+        assert not app._notifications  # no "press ctrl+q to quit" toast
     assert feed.closed
 
 

@@ -1,4 +1,5 @@
-"""What the terminal went through, in a real pty: stopped and continued, then ``q`` (issue 12 item 11).
+"""What the terminal went through, in a real pty: stopped and continued, then ``q`` (issue 12 item 11),
+and Ctrl-C (issue 13 item 7).
 
 ``ptmon watch`` on a loopback exporter and ``ptmon demo`` with its children are
 stopped with SIGSTOP (what ``kill -STOP``, a debugger or a paused tmux pane do;
@@ -6,7 +7,8 @@ it cannot be caught) and continued, three times; then ``q`` must end the
 process (Textual's SIGCONT handler used to start an input thread per resume and
 leave one running at exit), leave the alternate screen, and hand the terminal
 back in the modes it had (it used to be "restored" to raw mode, no echo), with
-every child of the demo gone.
+every child of the demo gone. Ctrl-C does the same as ``q``, with no "press
+ctrl+q" toast (it used to show one and keep running).
 """
 
 from __future__ import annotations
@@ -75,6 +77,34 @@ def test_q_ends_the_demo_and_its_children_after_the_launcher_was_stopped_and_con
         assert len(pids) == 3
         stop_and_continue(run)
         quit_and_check(run, b"q")
+        assert wait_gone(pids, 2.0) == []
+    finally:
+        run.close()
+
+
+def test_ctrl_c_ends_watch_like_q(exporter_url: str) -> None:
+    run = PtyRun("watch", exporter_url, "--interval", "0.5")
+    try:
+        run.wait_for(b"targets 1/1")
+        mark = len(run.output)
+        quit_and_check(run, b"\x03")
+        assert b"to quit" not in run.screen_text(mark)
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize("stopped_first", [False, True], ids=["fresh", "after-stop-and-continue"])
+def test_ctrl_c_ends_the_demo_and_every_child(stopped_first: bool) -> None:
+    run = PtyRun("demo", "--speed", "100", "--workers", "1", "--interval", "0.5")
+    try:
+        run.wait_for(b"rollout-0")
+        pids = [p for p in children_of(run.proc.pid) if alive(p)]
+        assert len(pids) == 3
+        if stopped_first:
+            stop_and_continue(run, times=1)
+        mark = len(run.output)
+        quit_and_check(run, b"\x03")
+        assert b"to quit" not in run.screen_text(mark)
         assert wait_gone(pids, 2.0) == []
     finally:
         run.close()
