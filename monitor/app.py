@@ -49,6 +49,7 @@ from ptmon.monitor.widgets import (
     StatusHeader,
     TargetsTable,
     WorkersTable,
+    card_age,
     card_level,
     card_rows,
 )
@@ -228,9 +229,10 @@ class PtmonApp(App[int]):
         now = self._clock()
         self._show_header()
         for card, _ in CARDS:
-            self.query_one(f"#card-{card}", Card).show(card_rows(card, d, self.thresholds), card_level(card, d.alerts))
+            self.query_one(f"#card-{card}", Card).show(card_rows(card, d, self.thresholds), card_level(card, d.alerts),
+                                                       age_s=card_age(card, d))
         self._show_trends(d)
-        self.query_one("#targets", TargetsTable).show(d.targets, now)
+        self.query_one("#targets", TargetsTable).show(d.targets, now, stale_after_s=d.stale_after_s)
         self.query_one("#workers", WorkersTable).show(d.workers, now)
         self.query_one("#alerts", AlertsTable).show(d.alerts, now)
         self._notify_critical(d)

@@ -42,6 +42,11 @@ class TargetHealth:
     # False: it answers, but with no series ptmon reads (a node exporter, say): "up · nothing recognised";
     # None: not known (never answered).
     recognised: bool | None = None
+    age_s: float | None = None  # now - the last successful scrape; None: never succeeded (or not measured)
+
+    def is_old(self, stale_after_s: float | None) -> bool:
+        """Its numbers are older than ``stale_after_s`` (the Dashboard's): shown, but said to be old."""
+        return self.age_s is not None and stale_after_s is not None and self.age_s > stale_after_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +98,8 @@ class Dashboard:
 
     targets: tuple[TargetHealth, ...] = ()
     workers: tuple[WorkerRow, ...] = ()
+    # A target's data older than this is old (about 2 intervals plus the scrape timeout); None: not judged.
+    stale_after_s: float | None = None
 
     # rollout side
     rollout_rate_per_s: float | None = None

@@ -1,6 +1,6 @@
 """The widgets of ptmon's live screen; each reads Dashboard values, none fetches data."""
 
-from ptmon.monitor.widgets.cards import CARDS, Card, card_for_alert, card_level, card_rows
+from ptmon.monitor.widgets.cards import CARDS, Card, card_age, card_for_alert, card_level, card_rows
 from ptmon.monitor.widgets.chart import Chart, ChartData, plot
 from ptmon.monitor.widgets.header import HeaderState, StatusHeader, header_text
 from ptmon.monitor.widgets.help import HelpScreen
@@ -22,6 +22,7 @@ __all__ = [
     "StatusHeader",
     "TargetsTable",
     "WorkersTable",
+    "card_age",
     "card_for_alert",
     "card_level",
     "card_rows",

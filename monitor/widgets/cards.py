@@ -34,6 +34,7 @@ __all__ = [
     "CARDS",
     "Card",
     "CardRow",
+    "card_age",
     "card_for_alert",
     "card_level",
     "card_rows",
@@ -87,6 +88,24 @@ def card_level(card: str, alerts: Iterable[Alert]) -> Level:
         if card_for_alert(alert.name) == card and _RANK.get(alert.level, 0) > _RANK[level]:
             level = alert.level
     return level
+
+
+# The target roles each card's numbers come from: when one of them is old, so is the card.
+_CARD_ROLES: dict[str, tuple[str, ...]] = {
+    "ipd": ("eval", "trainer", "rollout", "engine", "gpu"),  # scores, and the spend every GPU adds to
+    "rollout": ("rollout", "engine"),
+    "sync": ("trainer",),
+    "staleness": ("trainer", "rollout", "engine"),
+    "trainer": ("trainer",),
+}
+
+
+def card_age(card: str, d: Dashboard) -> float | None:
+    """The age of the oldest data a card shows when that is older than the Dashboard's stale_after_s, else None."""
+    roles = _CARD_ROLES.get(card, ())
+    ages = [t.age_s for t in d.targets
+            if t.up and t.role in roles and t.is_old(d.stale_after_s) and t.age_s is not None]
+    return max(ages) if ages else None
 
 
 def trend_arrow(rate: float | None, median: float | None) -> Text:
@@ -183,9 +202,15 @@ class Card(LineWidget):
         self.border_title = title
         self._rows: Sequence[CardRow] = ()
         self._plain: tuple[str, ...] = ()
+        self._note = ""
         self.level: Level = "ok"
 
-    def show(self, rows: Sequence[CardRow], level: Level) -> None:
+    def show(self, rows: Sequence[CardRow], level: Level, *, age_s: float | None = None) -> None:
+        """``age_s``: its inputs are this old (beyond the Dashboard's limit): said in the bottom border."""
+        note = "" if age_s is None else f"⚠ {fmt_duration(age_s)} old"
+        if note != self._note:
+            self._note = note
+            self.set_border_subtitle(Text(note, style="yellow"))
         if level != self.level:
             self.remove_class(f"-{self.level}")
             self.level = level

@@ -327,6 +327,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
 
 
 _UP_RANK = {False: 0, None: 1, True: 2}
+_OLD_RANK = 1.5  # up, but its numbers are old: between not known and up
 
 
 def _up(row: TargetHealth | WorkerRow, _now: float) -> Text:
@@ -336,24 +337,47 @@ def _up(row: TargetHealth | WorkerRow, _now: float) -> Text:
 
 
 class TargetsTable(SortFilterTable[TargetHealth]):
+    """The scrape targets; one that is up but whose last good scrape is old reads ``⚠ 58s old``, dimmed."""
+
     TITLE = "targets"
     EMPTY = "no targets scraped yet"
-    COLUMNS = (
-        Column("name", lambda t, _: lit(t.name, style="bold"), lambda t: t.name),
-        Column("role", lambda t, _: lit(t.role), lambda t: t.role),
-        Column("up", _up, lambda t: _UP_RANK[t.up]),
-        Column("last scrape", lambda t, now: _ago(now, t.last_scrape), lambda t: t.last_scrape),
-        Column("scrape", lambda t, _: _text(fmt_seconds(t.scrape_seconds)), lambda t: t.scrape_seconds),
-        Column("samples", lambda t, _: _text(fmt_num(t.samples)), lambda t: t.samples),
-        Column("error", lambda t, _: lit(t.error) if t.error else Text(""), lambda t: t.error or ""),
-        Column("url", lambda t, _: lit(t.url), lambda t: t.url),  # last: long, and known from the config
-    )
+
+    def __init__(self, *, id: str | None = None) -> None:
+        self.stale_after_s: float | None = None  # the Dashboard's: older data is said to be old
+        # An instance attribute: the up column needs this table's stale_after_s.
+        self.COLUMNS = (
+            Column("name", lambda t, _: lit(t.name, style="bold"), lambda t: t.name),
+            Column("role", lambda t, _: lit(t.role), lambda t: t.role),
+            Column("up", self._up, self._up_rank),
+            Column("last scrape", lambda t, now: _ago(now, t.last_scrape), lambda t: t.last_scrape),
+            Column("scrape", lambda t, _: _text(fmt_seconds(t.scrape_seconds)), lambda t: t.scrape_seconds),
+            Column("samples", lambda t, _: _text(fmt_num(t.samples)), lambda t: t.samples),
+            Column("error", lambda t, _: lit(t.error) if t.error else Text(""), lambda t: t.error or ""),
+            Column("url", lambda t, _: lit(t.url), lambda t: t.url),  # last: long, and known from the config
+        )
+        super().__init__(id=id)
+
+    def show(self, rows: Sequence[TargetHealth], now: float, *, stale_after_s: float | None = None) -> None:
+        self.stale_after_s = stale_after_s
+        super().show(rows, now)
+
+    def _old(self, t: TargetHealth) -> bool:
+        return bool(t.up) and t.is_old(self.stale_after_s)
+
+    def _up(self, t: TargetHealth, now: float) -> Text:
+        if self._old(t):
+            assert t.age_s is not None
+            return Text(f"⚠ {fmt_duration(t.age_s)} old", style="yellow")
+        return _up(t, now)
+
+    def _up_rank(self, t: TargetHealth) -> float:
+        return _OLD_RANK if self._old(t) else _UP_RANK[t.up]
 
     def row_key(self, row: TargetHealth) -> str:
         return row.name
 
     def row_style(self, row: TargetHealth) -> str:
-        return "red" if row.up is False else ""
+        return "red" if row.up is False else "dim" if self._old(row) else ""
 
 
 _STATUS_STYLE = {"ok": "green", "down": "bold red", "stale": "yellow", "slow": "yellow", "unknown": "dim"}

@@ -53,6 +53,7 @@ class FakeFeed:
     run_age_s: float = 3 * 3600 + 12 * 60  # the run started this long before T0
     hostile: bool = False
     down: dict[str, float] = field(default_factory=dict)  # target name -> when it went down
+    frozen: dict[str, float] = field(default_factory=dict)  # target name -> its last scrape (up, not scraped since)
     started: bool = False
     closed: bool = False
     intervals: list[float] = field(default_factory=list)
@@ -90,6 +91,11 @@ class FakeFeed:
 
     def revive(self, name: str) -> None:
         self.down.pop(name, None)
+        self.frozen.pop(name, None)
+
+    def freeze(self, name: str) -> None:
+        """The target stays up but is not scraped again: its numbers grow old (a stuck scrape loop)."""
+        self.frozen.setdefault(name, self.clock() - 0.4)
 
     # the numbers -------------------------------------------------------------------------
 
@@ -116,6 +122,7 @@ class FakeFeed:
             if self.hostile and i == 1:
                 url = HOSTILE["url"]
             dead_since = self.down.get(name)
+            seen = self.frozen.get(name, now - 0.4)  # the last scrape, good while up
             error = None
             if dead_since is not None:
                 error = HOSTILE["error"] if self.hostile else "ConnectError: [Errno 111] Connection refused"
@@ -125,8 +132,9 @@ class FakeFeed:
                     url=url,
                     role=role,
                     up=dead_since is None,
-                    last_scrape=now - 0.4,
-                    last_success=now - 0.4 if dead_since is None else dead_since,
+                    last_scrape=seen,
+                    last_success=seen if dead_since is None else dead_since,
+                    age_s=now - (seen if dead_since is None else dead_since),
                     scrape_seconds=0.0031 + 0.0007 * i if dead_since is None else None,
                     samples=212 + 17 * i if dead_since is None else 0,
                     series=212 + 17 * i,
@@ -187,11 +195,13 @@ class FakeFeed:
                         / (recent[-1].spend_dollars - recent[0].spend_dollars) * 1000)
 
         last_step = now - (age % STEP_S)
+        interval = self.intervals[-1] if self.intervals else 1.0
         stalenesses = [w.staleness for w in workers if w.staleness is not None]
         return Dashboard(
             now=now,
             window_s=window_s,
-            interval_s=self.intervals[-1] if self.intervals else 1.0,
+            interval_s=interval,
+            stale_after_s=2 * interval + max(0.25, 0.8 * interval),  # like the build: 2 intervals + the timeout
             run=HOSTILE["run"] if self.hostile else "grpo-math-7b-r3",
             model=HOSTILE["model"] if self.hostile else "Qwen2.5-7B-Instruct",
             algorithm="grpo",

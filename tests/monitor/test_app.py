@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 import pytest
+from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.command import CommandPalette
@@ -327,6 +328,32 @@ async def test_a_target_going_down_turns_red_and_raises_the_alert() -> None:
         assert app.query_one("#card-rollout", Card).level == "ok"  # a rollout target down is a warn, not a card's
         # the other targets kept updating
         assert sum("● up" in r for r in row_texts(app, "targets")) == 7
+
+
+@pytest.mark.parametrize("size", [WIDE, SMALL])
+async def test_a_target_whose_data_is_old_says_so_in_the_table_and_on_the_cards_it_feeds(size: tuple[int, int]) -> None:
+    app, feed, clock = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert " old" not in screen_text(app)  # a healthy fleet: nothing is old
+        feed.freeze("rollout-2")  # up, but not scraped again (a stuck scrape loop)
+        clock.advance(58)
+        await poll(pilot)
+        targets = app.table("targets")
+        row = targets.get_row("rollout-2")
+        assert row[2].plain == "⚠ 58s old"
+        assert all(any("dim" in str(span.style) for span in cell.spans) for cell in row if cell.plain)  # all dim
+        assert targets.get_row("rollout-1")[2].plain == "● up"
+        notes = {card: Text.from_markup(app.query_one(f"#card-{card}", Card).border_subtitle or "").plain
+                 for card in ("ipd", "rollout", "sync", "staleness", "trainer")}
+        assert notes == {"ipd": "⚠ 58s old", "rollout": "⚠ 58s old", "sync": "", "staleness": "⚠ 58s old",
+                         "trainer": ""}
+        assert "⚠ 58s old" in screen_text(app)  # drawn in the cards' bottom borders (and the table when shown)
+        feed.revive("rollout-2")
+        await poll(pilot)
+        assert targets.get_row("rollout-2")[2].plain == "● up"
+        assert all(not app.query_one(f"#card-{card}", Card).border_subtitle for card in notes)
+        assert " old" not in screen_text(app)
 
 
 async def test_a_new_critical_alert_raises_one_error_notification() -> None:

@@ -3,10 +3,10 @@ from __future__ import annotations
 from typing import Any
 
 from ptmon.monitor.alerts import RULE_CARDS, RULES
-from ptmon.monitor.dashboard import Alert, Dashboard
+from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth
 from ptmon.monitor.format import DASH
 from ptmon.monitor.settings import Thresholds
-from ptmon.monitor.widgets.cards import CARDS, card_for_alert, card_level, card_rows, trend_arrow
+from ptmon.monitor.widgets.cards import CARDS, card_age, card_for_alert, card_level, card_rows, trend_arrow
 
 
 def test_every_alert_rule_but_target_down_lands_on_a_card() -> None:
@@ -55,3 +55,16 @@ def test_trend_arrow() -> None:
     assert trend_arrow(10.2, 10.0).plain == " ▶"
     assert trend_arrow(None, 10.0).plain == ""
     assert trend_arrow(5.0, 0.0).plain == ""
+
+
+def test_card_age_is_the_oldest_old_input_and_nothing_when_not_judged() -> None:
+    def target(name: str, role: str, age: float | None, up: bool | None = True) -> TargetHealth:
+        return TargetHealth(name=name, url="", role=role, up=up, age_s=age)
+
+    targets = (target("t", "trainer", 1.0), target("r0", "rollout", 40.0), target("r1", "rollout", 90.0),
+               target("r2", "rollout", 500.0, up=False), target("e", "eval", None))
+    d = Dashboard(now=0.0, window_s=60.0, interval_s=1.0, targets=targets, stale_after_s=2.8)
+    ages = {card: card_age(card, d) for card in ("ipd", "rollout", "sync", "staleness", "trainer")}
+    # r2 is down (the table and the alert say so), e has no age: neither makes a card old
+    assert ages == {"ipd": 90.0, "rollout": 90.0, "sync": None, "staleness": 90.0, "trainer": None}
+    assert card_age("rollout", Dashboard(now=0.0, window_s=60.0, interval_s=1.0, targets=targets)) is None
