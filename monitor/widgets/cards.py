@@ -238,10 +238,19 @@ class Card(LineWidget):
             if isinstance(label, str):
                 label = Text(_SHORT.get(label, label) if compact else label)
             value = Text(value) if isinstance(value, str) else value
+            if value.cell_len > width:  # cut where it shows (…), never cropped into another number (e+30 of e+308)
+                value = value.copy()
+                value.truncate(width, overflow="ellipsis")
+                out.append(value)
+                continue
             room = width - value.cell_len - 1
             label = label.copy()
             label.stylize_before("dim")
             if room < label.cell_len:
-                label.truncate(max(0, room), overflow="ellipsis")
-            out.append(Text.assemble(label, " " * max(1, width - label.cell_len - value.cell_len), value))
+                if room > 0:
+                    label.truncate(room, overflow="ellipsis")
+                else:  # Rich's truncate(0) keeps all but one character: no label at all
+                    label = Text("")
+            out.append(Text.assemble(label, " " * max(0 if not label else 1, width - label.cell_len - value.cell_len),
+                                     value))
         return out

@@ -68,3 +68,25 @@ def test_card_age_is_the_oldest_old_input_and_nothing_when_not_judged() -> None:
     # r2 is down (the table and the alert say so), e has no age: neither makes a card old
     assert ages == {"ipd": 90.0, "rollout": 90.0, "sync": None, "staleness": 90.0, "trainer": None}
     assert card_age("rollout", Dashboard(now=0.0, window_s=60.0, interval_s=1.0, targets=targets)) is None
+
+
+async def test_a_value_too_wide_for_the_card_is_cut_visibly_never_into_another_number() -> None:
+    from textual.app import App, ComposeResult
+
+    from ptmon.monitor.widgets.cards import Card
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Card("ipd", "intelligence/$", id="c")
+
+    app = One()
+    async with app.run_test(size=(16, 7)) as pilot:  # a compact card: 14 cells inside
+        card = app.query_one(Card)
+        card.compact = True
+        card.show([("marginal", "-1.00e+308/k$"), ("cumulative", "-1.00e+308/k$ x"), ("baseline", "0.552")], "ok")
+        await pilot.pause()
+        lines = [line.plain for line in card.lines(14, 5)]
+        assert lines[0] == " -1.00e+308/k$"  # fits with no room for a label: the label goes, not "mar…"
+        assert lines[1] == "-1.00e+308/k$…"  # wider than the card: cut with an ellipsis
+        assert lines[2] == "base     0.552"
+        assert all(len(line) <= 14 for line in lines)
