@@ -31,6 +31,7 @@ __all__ = [
     "MIN_TIMEOUT_S",
     "MIN_INTERVAL_S",
     "effective_timeout",
+    "stale_after_s",
     "timeout_fits",
     "window_fits",
     "fit_timing",
@@ -75,6 +76,12 @@ MIN_TIMEOUT_S = 0.25
 # like 1e-7 would hammer every target at a thousand requests a second).
 MIN_INTERVAL_S = 0.1
 _TIMEOUT_SHARE = 0.8  # of the interval, when no timeout is set
+
+
+def stale_after_s(interval_s: float, timeout_s: float | None) -> float:
+    """When a target's numbers are old: two missed turns plus the time the third may take. A scrape late by
+    less than that is the ordinary jitter of a loaded machine, not something to flag."""
+    return 2 * interval_s + effective_timeout(interval_s, timeout_s)
 
 
 def effective_timeout(interval_s: float, timeout_s: float | None) -> float:

@@ -183,7 +183,8 @@ def render(d: Dashboard, console: Console) -> None:
     for col in ("name", "url", "role", "up", "series", "error"):
         targets.add_column(col, overflow="fold")
     for t in d.targets:
-        up = DASH if t.up is None else ("up" if t.up else "DOWN")
+        up = DASH if t.up is None else ("DOWN" if not t.up else "up" if t.recognised is not False
+                                        else "up, nothing recognised")
         targets.add_row(lit(t.name), lit(t.url), lit(t.role), up, str(t.series), lit(t.error))
     console.print(targets)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TypedDict
 
 from ptmon.exporters import schema
 from ptmon.monitor.dashboard import TargetHealth
 from ptmon.monitor.roles import run_info_names
 from ptmon.monitor.sections.context import Context
+from ptmon.monitor.settings import stale_after_s
 from ptmon.monitor.targets import run_start
 
 __all__ = ["IdentityFields", "identity"]
@@ -19,6 +21,7 @@ class IdentityFields(TypedDict):
     algorithm: str | None
     started_at: float | None
     targets: tuple[TargetHealth, ...]
+    stale_after_s: float
 
 
 def identity(ctx: Context) -> IdentityFields:
@@ -37,4 +40,12 @@ def identity(ctx: Context) -> IdentityFields:
     if started_at is None and ctx.firsts:
         started_at = min(ctx.firsts.values())
     return IdentityFields(run=run, model=model, algorithm=algorithm, started_at=started_at,
-                          targets=tuple(t.health for t in ctx.targets))
+                          targets=tuple(_aged(t.health, ctx.now) for t in ctx.targets),
+                          stale_after_s=stale_after_s(ctx.settings.interval_s, ctx.settings.timeout_s))
+
+
+def _aged(health: TargetHealth, now: float) -> TargetHealth:
+    """How old the target's numbers are: now - its last good scrape (never negative: clocks step)."""
+    if health.last_success is None:
+        return health
+    return replace(health, age_s=max(0.0, now - health.last_success))

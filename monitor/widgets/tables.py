@@ -368,6 +368,8 @@ class TargetsTable(SortFilterTable[TargetHealth]):
         if self._old(t):
             assert t.age_s is not None
             return Text(f"⚠ {fmt_duration(t.age_s)} old", style="yellow")
+        if t.up and t.recognised is False:  # it answers, but with nothing ptmon reads: say so, not "ok"
+            return Text(f"● up · nothing recognised ({fmt_num(t.series)} series)", style="yellow")
         return _up(t, now)
 
     def _up_rank(self, t: TargetHealth) -> float:
