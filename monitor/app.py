@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.text import Text
 from textual import work
@@ -32,7 +32,7 @@ from textual.widgets import Footer, Input
 from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.feed import Feed
 from ptmon.monitor.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
-from ptmon.monitor.settings import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_S, WINDOWS_S, Thresholds
+from ptmon.monitor.settings import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_S, WINDOWS_S, Thresholds, fit_timing
 from ptmon.monitor.terminal import ResumeGuard
 from ptmon.monitor.text import safe
 from ptmon.monitor.widgets import (
@@ -122,12 +122,14 @@ class PtmonApp(App[int]):
         clock: Callable[[], float] = time.time,
         title: str = "ptmon",
         thresholds: Thresholds | None = None,
+        timeout_s: float | None = None,
     ) -> None:
         super().__init__()
         self.title = title
         self._feed = feed
         self._clock = clock
         self.thresholds = thresholds or Thresholds()
+        self._timeout_s = timeout_s  # the configured scrape timeout: the keys never pick an interval under it
         # The starting values, not changes: set without calling the watchers (nothing is mounted yet).
         self.set_reactive(PtmonApp.interval_s, interval_s)
         self.set_reactive(PtmonApp.window_s, window_s)
@@ -308,10 +310,15 @@ class PtmonApp(App[int]):
         self.paused = not self.paused
 
     def action_interval(self, direction: int) -> None:
-        self.interval_s = _step(INTERVALS_S, self.interval_s, direction)
+        self._set_timing(_step(INTERVALS_S, self.interval_s, direction), self.window_s, keep="interval")
 
     def action_window(self, direction: int) -> None:
-        self.window_s = _step(WINDOWS_S, self.window_s, direction)
+        self._set_timing(self.interval_s, _step(WINDOWS_S, self.window_s, direction), keep="window")
+
+    def _set_timing(self, interval_s: float, window_s: float, *, keep: Literal["interval", "window"]) -> None:
+        """The pair the config would accept (every 1m with a 1m window would not): the other one moves."""
+        self.interval_s, self.window_s = fit_timing(interval_s, window_s, keep=keep, timeout_s=self._timeout_s,
+                                                    intervals=INTERVALS_S, windows=WINDOWS_S)
 
     def action_baseline(self) -> None:
         self._feed.set_baseline_now()
@@ -452,6 +459,7 @@ def run_watch(args: argparse.Namespace) -> int:
         interval_s=settings.interval_s,
         window_s=settings.window_s,
         thresholds=settings.thresholds,
+        timeout_s=settings.timeout_s,
     )
     app.run()
     return app.return_code or 0

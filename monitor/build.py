@@ -40,7 +40,7 @@ __all__ = ["build_dashboard", "Baseline", "EvalLog", "observe_evals"]
 
 def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
                     window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
-                    evaluated: Evaluated | None = None) -> Dashboard:
+                    evaluated: Evaluated | None = None, rates_since: float | None = None) -> Dashboard:
     """The Dashboard at ``now`` over ``(now - window_s, now]``, without alerts.
 
     ``baseline``: the IPD reference the caller pinned (``set_baseline_now``);
@@ -49,9 +49,11 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     ``evaluated``: a Prometheus server's answers for the window (``--prometheus``): where they are for
     this window and no older than ``settings.evaluated_max_age_s``, its rates, quantiles and GPUs in use
     replace the stored data's own before anything is derived from them.
+    ``rates_since``: the last change of the scrape interval; rates use no sample before it (samples of two
+    spacings make PromQL's extrapolation read low), as a fresh monitor's rates start at its first scrape.
     """
     ctx = Context(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals,
-                  evaluated=evaluated)
+                  evaluated=evaluated, rates_since=rates_since)
     return _known_numbers(Dashboard(
         now=now, window_s=window_s, interval_s=settings.interval_s,
         **identity(ctx), **trainer(ctx), **weight_sync(ctx), **rollouts(ctx), **engines(ctx), **cost(ctx),

@@ -153,7 +153,7 @@ def quantiles_over_window(buckets: list[tuple[float, str, Series]], qs: Sequence
     """histogram_quantile(q, sum by (le) (rate(x_bucket[window]))), as PromQL computes it."""
     by_le: dict[float, float] = {}
     for le, target, s in buckets:
-        r = span_rate(w.span(s), start=w.range_start(target), end=w.end)
+        r = span_rate(w.rate_span(s, target), start=w.range_start(target), end=w.end)
         if r is not None:
             by_le[le] = by_le.get(le, 0.0) + r
     if not by_le:

@@ -49,13 +49,14 @@ def finite(x: float | None) -> float | None:
 class Window:
     """``(start, end]``, with each series' span (or, where needed, points) memoised for one build."""
 
-    __slots__ = ("start", "end", "_memo", "_spans", "_from")
+    __slots__ = ("start", "end", "_memo", "_spans", "_rate_spans", "_from")
 
     def __init__(self, start: float, end: float, *, coverage: Mapping[str, float] | None = None) -> None:
         self.start = start
         self.end = end
         self._memo: dict[int, list[tuple[float, float]]] = {}
         self._spans: dict[int, Span | None] = {}
+        self._rate_spans: dict[tuple[int, float], Span | None] = {}
         self._from = coverage or {}
 
     def range_start(self, target: str) -> float:
@@ -83,12 +84,24 @@ class Window:
             sp = self._spans[key] = series.span(self.start, self.end)
         return sp  # type: ignore[return-value]
 
+    def rate_span(self, series: Series, target: str) -> Span | None:
+        """The series' ``Span`` over ``target``'s rate range (``range_start`` to the end): no sample from
+        before the range, such as one taken at another interval before a change of it."""
+        begin = self.range_start(target)
+        if begin <= self.start:
+            return self.span(series)
+        key = (id(series), begin)
+        sp = self._rate_spans.get(key, _MISSING)
+        if sp is _MISSING:
+            sp = self._rate_spans[key] = series.span(begin, self.end)
+        return sp  # type: ignore[return-value]
+
     def rate_sum(self, target: str, series: Iterable[Series]) -> float | None:
         """Σ PromQL rate over ``target``'s series; None when none has two points in the window."""
         total: float | None = None
         begin = self.range_start(target)
         for s in series:
-            r = span_rate(self.span(s), start=begin, end=self.end)
+            r = span_rate(self.rate_span(s, target), start=begin, end=self.end)
             if r is not None:
                 total = r if total is None else total + r
         return total

@@ -66,7 +66,7 @@ class Context:
 
     def __init__(self, store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
                  window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
-                 evaluated: Evaluated | None = None) -> None:
+                 evaluated: Evaluated | None = None, rates_since: float | None = None) -> None:
         self.store = store
         self.settings = settings
         self.now = now
@@ -84,8 +84,9 @@ class Context:
         # Where this monitor's data on each target begins (half an interval before its first scrape,
         # so that scrape sits inside the range and rate() reads the plain slope).
         self.firsts = {t.name: times[0] for t in self.targets if (times := store.scrape_times(t.name))}
+        since = -math.inf if rates_since is None else rates_since
         self.w = Window(now - window_s, now,
-                        coverage={n: t0 - settings.interval_s / 2 for n, t0 in self.firsts.items()})
+                        coverage={n: max(t0 - settings.interval_s / 2, since) for n, t0 in self.firsts.items()})
         self._present = {}
         _share_rates(self)
         _share_cost(self)

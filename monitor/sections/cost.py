@@ -43,7 +43,7 @@ def _stored_gpus(ctx: Context) -> list[tuple[float, float]]:
     """(GPUs in use, $/GPU-hour) per stored GPU-seconds series with a rate in the window."""
     w = ctx.w
     return [(r, c.price) for c in ctx.cost
-            if (r := span_rate(w.span(c.series), start=w.range_start(c.target), end=w.end)) is not None]
+            if (r := span_rate(w.rate_span(c.series, c.target), start=w.range_start(c.target), end=w.end)) is not None]
 
 
 def _served_gpus(ctx: Context) -> list[tuple[float, float]] | None:

@@ -188,6 +188,22 @@ async def test_plus_and_minus_step_the_interval_and_tell_the_feed() -> None:
         assert "every 0.5s" in screen_text(app)
 
 
+async def test_the_keys_never_reach_an_interval_and_window_the_config_refuses() -> None:
+    """Every 1m with a 1m window is refused by ptmon.toml (a window must hold two scrapes): the other moves."""
+    from ptmon.monitor.config import load_settings
+
+    app, feed, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press(*["left_square_bracket"] * 3)  # 1m window
+        await pilot.press(*["plus"] * 8)  # up to 1m: the window grows to hold two scrapes
+        assert (app.interval_s, app.window_s) == (60.0, 300.0)
+        await pilot.press(*["left_square_bracket"] * 2)  # back to 1m: the interval comes down to fit it
+        assert (app.interval_s, app.window_s) == (30.0, 60.0)
+        for pair in [(app.interval_s, app.window_s), (feed.intervals[-1], app.window_s)]:
+            load_settings(urls=["http://127.0.0.1:1/metrics"], interval_s=pair[0], window_s=pair[1])
+
+
 async def test_brackets_step_the_window_through_1m_5m_15m_1h() -> None:
     app, feed, _ = make_app()
     async with app.run_test(size=WIDE) as pilot:
