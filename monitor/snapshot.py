@@ -108,7 +108,20 @@ def _pair(a: str, b: str) -> str:
     return f"{a} / {b}"
 
 
-_SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str]], ...]], ...] = (
+def _by_role(spend: tuple[tuple[str, float], ...]) -> Text:
+    """Spend per role; the roles are scraped label values, so each goes through ``lit``."""
+    if not spend:
+        return Text(DASH)
+    out = Text()
+    for i, (role, dollars) in enumerate(spend):
+        if i:
+            out.append(", ")
+        out.append_text(lit(role))
+        out.append(f" {fmt_money(dollars)}")
+    return out
+
+
+_SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str | Text]], ...]], ...] = (
     ("Rollouts", (
         ("rollouts/s", lambda d: fmt_num(d.rollout_rate_per_s)),
         ("rollout tokens/s", lambda d: fmt_num(d.rollout_tokens_per_s)),
@@ -143,7 +156,7 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str]], ...]],
     )),
     ("Cost", (
         ("spend", lambda d: fmt_money(d.spend_dollars)),
-        ("by role", lambda d: ", ".join(f"{r} {fmt_money(v)}" for r, v in d.spend_by_role) or DASH),
+        ("by role", lambda d: _by_role(d.spend_by_role)),
         ("burn", lambda d: _unit(fmt_money(d.burn_dollars_per_hour), "/h")),
         ("per 1M rollout tokens", lambda d: fmt_money(d.dollars_per_million_rollout_tokens)),
     )),
@@ -157,8 +170,17 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str]], ...]],
 )
 
 
+def _cell(value: str | Text) -> Text:
+    """Every cell a ``Text``: a plain ``str`` cell would be parsed as Rich markup."""
+    return value if isinstance(value, Text) else Text(safe(value))
+
+
 def render(d: Dashboard, console: Console) -> None:
-    """The Dashboard as Rich tables; scraped strings go through ``lit``, numbers through ``ptmon.monitor.format``."""
+    """The Dashboard as Rich tables; scraped strings go through ``lit``, numbers through ``ptmon.monitor.format``.
+
+    Every cell is a ``Text`` (``_cell``), never a ``str``: Rich reads a ``str`` cell as markup, so one
+    scraped string joined into a plain one (the "by role" row once was) could style or hide output.
+    """
     title = Text("ptmon snapshot  ")
     title.append(lit(d.run or "unknown run"))
     for part in (d.model, d.algorithm):
@@ -172,11 +194,11 @@ def render(d: Dashboard, console: Console) -> None:
     numbers.add_column(style="bold")
     numbers.add_column(justify="right")
     for section, rows in _SECTIONS:
-        numbers.add_row(Text(section, style="underline"), "")
+        numbers.add_row(Text(section, style="underline"), Text())
         if section == "Intelligence per dollar":
-            numbers.add_row("benchmark", lit(d.benchmark))
+            numbers.add_row(_cell("benchmark"), lit(d.benchmark))
         for label, value in rows:
-            numbers.add_row(label, value(d))
+            numbers.add_row(_cell(label), _cell(value(d)))
     console.print(numbers)
 
     targets = Table(title="Targets")
@@ -185,7 +207,7 @@ def render(d: Dashboard, console: Console) -> None:
     for t in d.targets:
         up = DASH if t.up is None else ("DOWN" if not t.up else "up" if t.recognised is not False
                                         else "up, nothing recognised")
-        targets.add_row(lit(t.name), lit(t.url), lit(t.role), up, str(t.series), lit(t.error))
+        targets.add_row(lit(t.name), lit(t.url), lit(t.role), _cell(up), _cell(str(t.series)), lit(t.error))
     console.print(targets)
 
     if d.workers:
@@ -193,17 +215,18 @@ def render(d: Dashboard, console: Console) -> None:
         for col in ("name", "role", "status", "rollouts/s", "tokens/s", "policy", "staleness"):
             workers.add_column(col, overflow="fold")
         for w in d.workers:
-            workers.add_row(lit(w.name), lit(w.role), w.status, fmt_num(w.rollouts_per_s),
-                            fmt_num(w.tokens_per_s), fmt_version(w.policy_version), fmt_num(w.staleness))
+            workers.add_row(lit(w.name), lit(w.role), lit(w.status), *map(_cell, (
+                fmt_num(w.rollouts_per_s), fmt_num(w.tokens_per_s), fmt_version(w.policy_version),
+                fmt_num(w.staleness))))
         console.print(workers)
 
     alerts = Table(title="Alerts")
     for col in ("level", "alert", "message"):
         alerts.add_column(col, overflow="fold")
     for a in d.alerts:
-        alerts.add_row(a.level, a.name, lit(a.message))
+        alerts.add_row(lit(a.level), lit(a.name), lit(a.message))
     if not d.alerts:
-        alerts.add_row("ok", DASH, "no alerts")
+        alerts.add_row(_cell("ok"), _cell(DASH), _cell("no alerts"))
     console.print(alerts)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import socket
 import subprocess
 import sys
@@ -139,6 +140,43 @@ def test_table_prints_scraped_strings_literally() -> None:
     assert "\x1b[2J" not in out and "\x1b]0;" not in out and "\x07" not in out
     assert "w[bold red]1[/]\\x1b[2J\\x1b]0;pwned\\x07" in out
     assert out.count("[bold red]") >= 5  # run, benchmark, target name and error, worker, alert: all literal
+
+
+def _hostile(field: str) -> str:
+    """A field-tagged string that would style the output, set the title and write the clipboard if obeyed."""
+    return f"{field}[bold red]1[/][link=http://evil]l[/link]\x1b]0;pwned\x07\x1b]52;c;cHduZWQ=\x07\x9b2J"
+
+
+# Every Dashboard string a target controls (scraped labels and peer error text) and what the table shows.
+TARGET_FIELDS = ("run", "model", "algorithm", "benchmark", "role_a", "role_b", "target_name", "target_url",
+                 "target_role", "target_error", "worker_name", "worker_role", "alert_message")
+
+
+def hostile_everywhere() -> Dashboard:
+    h = _hostile
+    return Dashboard(
+        now=1000.0, window_s=60.0, interval_s=1.0, run=h("run"), model=h("model"), algorithm=h("algorithm"),
+        benchmark=h("benchmark"), spend_dollars=3.0, spend_by_role=((h("role_a"), 1.0), (h("role_b"), 2.0)),
+        targets=(TargetHealth(h("target_name"), h("target_url"), h("target_role"), False,
+                              error=h("target_error")),),
+        workers=(WorkerRow(h("worker_name"), h("worker_role"), False, None, None, None, None, None, "down"),),
+        alerts=(Alert("target_down", "warn", h("alert_message"), 1000.0, h("alert_subject")),),
+    )
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_every_row_of_the_table_is_literal(terminal: bool) -> None:
+    buf = io.StringIO()
+    render(hostile_everywhere(), Console(file=buf, force_terminal=terminal, width=2000,
+                                       color_system="standard" if terminal else None))
+    raw = buf.getvalue().encode("utf-8")
+    # Rich's own styling is SGR (ESC [ ... m) and only on a terminal; nothing else may carry an ESC or a C1 CSI.
+    unstyled = re.sub(rb"\x1b\[[0-9;]*m", b"", raw) if terminal else raw
+    assert b"\x1b" not in unstyled and b"\x07" not in unstyled and "\x9b".encode() not in unstyled
+    text = re.sub(r"\x1b\[[0-9;]*m", "", raw.decode("utf-8"))
+    for field in TARGET_FIELDS:  # each one whole: no bracket consumed as markup, controls shown as escapes
+        shown = f"{field}[bold red]1[/][link=http://evil]l[/link]\\x1b]0;pwned\\x07\\x1b]52;c;cHduZWQ=\\x07\\x9b2J"
+        assert shown in text, field
 
 
 def test_json_has_nulls_for_unknowns_and_no_nan() -> None:
