@@ -42,6 +42,8 @@ __all__ = [
     "DROP_REASONS",
     "STALENESS_STATS",
     "DEFAULT_GPU_HOUR_PRICE",
+    "MAX_LABEL_VALUE_BYTES",
+    "MAX_SERIES_BYTES",
     "STEP_SECONDS_BUCKETS",
     "WEIGHT_SYNC_SECONDS_BUCKETS",
     "ROLLOUT_SECONDS_BUCKETS",
@@ -130,6 +132,14 @@ LABEL_GPU: Final = "gpu"
 DROP_REASONS: Final = ("stale", "filtered", "error", "other")
 # What posttrain_sample_staleness reports over the samples of the last step.
 STALENESS_STATS: Final = ("mean", "max")
+
+# Label sizes, one contract for both sides: the monitor refuses a scrape holding a label value (as
+# written, escapes included, UTF-8) over MAX_LABEL_VALUE_BYTES or a series (name and label set as
+# written) over MAX_SERIES_BYTES, and the exporters drop and count any value that would make them.
+# Generous for real engines: vLLM's lora_requests_info lists every running and waiting adapter in one
+# label each, a few hundred adapter names (~40 KiB) at most.
+MAX_LABEL_VALUE_BYTES: Final = 64 * 1024
+MAX_SERIES_BYTES: Final = 128 * 1024
 
 # $/GPU-hour defaults (H100 on-demand at a neocloud, 2026); always configurable.
 DEFAULT_GPU_HOUR_PRICE: Final = 3.00

@@ -28,13 +28,28 @@ format), ``NaN``/``+Inf``/``-Inf`` and the other spellings Python's
 timestamps (text format: integer milliseconds; OpenMetrics: seconds; both
 returned in seconds), exemplars after `` # `` (ignored) and ``# EOF``.
 
+What is refused as Prometheus refuses it: any whitespace but spaces and tabs
+between tokens (``a 1\x0b`` and ``a 1\x0c`` are invalid values, not a value
+and blank space), a ``\r`` in OpenMetrics, and an exemplar on a sample that
+cannot carry one. In OpenMetrics only a counter's ``_total`` and a
+histogram's ``_bucket`` can; the text format has no exemplars at all, but
+prometheus_client reads them, so they are ignored there unless ``# TYPE``
+makes the sample a gauge, a summary or a histogram's ``_sum``/``_count``.
+
+Memory is bounded per target in bytes, whatever a target sends: a label value
+over ``MAX_LABEL_VALUE_BYTES``, a series (name and label set as written) over
+``MAX_SERIES_BYTES`` (both from ``ptmon.exporters.schema``, the contract the
+exporters keep too) or a page whose series text exceeds
+``MAX_PAGE_SERIES_BYTES`` refuses the scrape with a line number, and the cache
+holds only the series of the last page parsed.
+
 Choices where formats and parsers differ: label names starting with ``__``
 are accepted (Prometheus's own text parser does; ``__name__`` is not, as it
 would be a second metric name); quoted UTF-8 names (``{"my.metric"}``) are
 reported as unsupported; a ``\r`` before the line end is tolerated in the
-text format. Not checked, being about families rather than lines:
-histogram bucket order, clashing family names, metadata after samples,
-duplicate series (all are returned).
+text format (CRLF bodies; the Prometheus server refuses them). Not checked,
+being about families rather than lines: histogram bucket order, clashing
+family names, metadata after samples, duplicate series (all are returned).
 """
 
 from __future__ import annotations
@@ -45,8 +60,11 @@ from collections.abc import Mapping
 from operator import length_hint
 from typing import Any, NamedTuple, NoReturn
 
+from ptmon.exporters.schema import MAX_LABEL_VALUE_BYTES, MAX_SERIES_BYTES
+
 __all__ = [
     "ACCEPT_HEADER",
+    "MAX_PAGE_SERIES_BYTES",
     "ExpositionParser",
     "Labels",
     "ParseError",
@@ -63,6 +81,10 @@ ACCEPT_HEADER = (
     "text/plain;version=0.0.4;q=0.5,"
     "*/*;q=0.1"
 )
+
+# The series text (names and label sets as written) one target's page may hold: what the parser's
+# cache keeps for it. A normal page is well under 1 MiB (20,000 series of 200 bytes is 4 MiB).
+MAX_PAGE_SERIES_BYTES = 8 * 2**20
 
 
 class Sample(NamedTuple):
@@ -158,6 +180,7 @@ _PAIR_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\]*(?:\\.[^"\\]*)*)"')
 _ESCAPE_RE = re.compile(r"\\(.)", re.DOTALL)
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 _WS = " \t"
+_WS_SPLIT = re.compile(r"[ \t]+").split  # the only separators: str.split() would also take \x0b, \x0c, \x1c..
 _TEXT_TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped"})
 _OM_TYPES = frozenset({"counter", "gauge", "histogram", "gaugehistogram", "stateset", "info", "summary", "unknown"})
 _SHOWN = 120  # characters of an offending line or token quoted in an error
@@ -194,8 +217,8 @@ def _replace_escape(m: re.Match[str]) -> str:
 
 
 def _parse_float(token: str, what: str) -> float:
-    # float() also takes '1_000' and non-ASCII digits; Prometheus does not.
-    if "_" in token or not token.isascii():
+    # float() also takes '1_000', non-ASCII digits and surrounding whitespace ('1\x0b'); Prometheus does not.
+    if "_" in token or not token.isascii() or not token.isprintable():
         raise _LineError(f"invalid {what} {_quote(token)}")
     try:
         return float(token)
@@ -304,12 +327,12 @@ def _parse_sample_line(line: str, *, om: bool, max_value: int | None) -> _Line:
     if m is None:
         if start < n and line[start] == "{":
             raise _LineError("missing metric name before '{' (quoted UTF-8 names are not supported)")
-        word = line[start:].split(None, 1)[0] if line[start:].strip() else line[start:]
+        word = _WS_SPLIT(line[start:], 1)[0] or line[start:]
         raise _LineError(f"invalid metric name {_quote(word)}")
     name = m.group()
     pos = m.end()
     if pos < n and line[pos] not in " \t{":
-        word = line[start:].split(None, 1)[0]
+        word = _WS_SPLIT(line[start:], 1)[0]
         raise _LineError(f"invalid metric name {_quote(word)}")
     series_end = pos
     if not om:
@@ -333,7 +356,7 @@ def _parse_sample_line(line: str, *, om: bool, max_value: int | None) -> _Line:
             raise _LineError("invalid exemplar after ' # ' (expected '{labels} value')")
         exemplar = True
         rest = rest[:hash_at]
-    tokens = rest.split()
+    tokens = _WS_SPLIT(rest.strip(_WS)) if rest.strip(_WS) else []
     if not tokens:
         raise _LineError(f"missing value after {_quote(line[start:series_end], 60)}")
     if len(tokens) > 2:
@@ -345,28 +368,54 @@ def _parse_sample_line(line: str, *, om: bool, max_value: int | None) -> _Line:
     return _Line(name, labels, series_end, value, timestamp, tokens, exemplar)
 
 
-def _check_metadata(line: str, *, om: bool) -> None:
-    """Validate a line starting with '#'; plain comments pass in the text format."""
+def _check_metadata(line: str, *, om: bool) -> tuple[str, str] | None:
+    """Validate a line starting with '#'; plain comments pass in the text format.
+
+    A ``# TYPE`` line returns ``(family, type)``: the samples that follow are of that type, which
+    decides whether they may carry an exemplar.
+    """
     if line[1:2] not in (" ", "\t"):
         if om:
             raise _LineError("expected '# HELP', '# TYPE', '# UNIT' or '# EOF'")
-        return  # e.g. '#HELP ...' or '#' alone: a comment for the text format
-    words = line[1:].split(None, 2)
-    keyword = words[0] if words else ""
+        return None  # e.g. '#HELP ...' or '#' alone: a comment for the text format
+    words = _WS_SPLIT(line[1:].lstrip(_WS), 2)
+    keyword = words[0]
     keywords = ("HELP", "TYPE", "UNIT") if om else ("HELP", "TYPE")
     if keyword not in keywords:
         if om:
             raise _LineError("expected '# HELP', '# TYPE', '# UNIT' or '# EOF' (no comments in OpenMetrics)")
-        return
-    if len(words) < 2:
+        return None
+    if len(words) < 2 or not words[1]:
         raise _LineError(f"missing metric name after '# {keyword}'")
     if not _FULL_NAME_RE.match(words[1]):
         raise _LineError(f"invalid metric name {_quote(words[1])} in '# {keyword}'")
     if keyword == "TYPE":
         types = _OM_TYPES if om else _TEXT_TYPES
-        kind = words[2].strip() if len(words) > 2 else ""
+        kind = words[2].strip(_WS) if len(words) > 2 else ""
         if kind not in types:
             raise _LineError(f"unknown metric type {_quote(kind)} (expected one of {', '.join(sorted(types))})")
+        return words[1], kind
+    return None
+
+
+_SUFFIXES = ("_total", "_bucket", "_sum", "_count", "_created", "_gcount", "_gsum", "_info")
+
+
+def _exemplar_allowed(name: str, family: tuple[str, str] | None, *, om: bool) -> bool:
+    """Whether sample ``name`` may carry an exemplar, given the last ``# TYPE`` seen.
+
+    OpenMetrics: only a counter's ``_total`` and a (gauge)histogram's ``_bucket`` (a sample of no
+    declared family is of unknown type, which may not). The text format has no exemplars; ptmon
+    tolerates them, as prometheus_client does, except where the declared type cannot have one.
+    """
+    base, kind = family if family is not None else ("", "")
+    if not (name == base or (name.startswith(base) and name[len(base):] in _SUFFIXES)):
+        kind = "unknown" if om else "untyped"
+    if kind == "counter":
+        return name.endswith("_total") or (not om and name == base)
+    if kind in ("histogram", "gaugehistogram"):
+        return name.endswith("_bucket")
+    return kind == "untyped"
 
 
 def _detect_openmetrics(text: str) -> bool:
@@ -387,40 +436,65 @@ class ExpositionParser:
     scrape returns the *same* :class:`Labels` object for it (and the same name
     string), so a consumer may cache per-series work keyed by ``id(labels)``
     and confirm a hit with ``is``. It is a fast-path promise, not a semantic
-    one: the cache is dropped when it outgrows the target (series churn), after
-    which the next scrape hands out new objects with equal contents. Compare
-    by value whenever identity differs.
+    one: a series that leaves the page is forgotten, and one that comes back
+    gets a new object with equal contents. Compare by value whenever identity
+    differs.
 
-    ``max_label_value_length`` (bytes, UTF-8) and ``max_line_length``
-    (characters) bound what one line may hold, ``max_lines`` what one scrape
-    may hold (checked before any line is parsed, so a cardinality explosion
-    costs neither the time to parse it nor the caches to remember it);
-    ``None`` means no limit.
+    ``max_label_value_length`` (bytes, UTF-8), ``max_series_bytes`` (name and
+    label set as written) and ``max_line_length`` (characters) bound what one
+    line may hold; ``max_lines`` what one scrape may hold (checked before any
+    line is parsed, so a cardinality explosion costs neither the time to parse
+    it nor the caches to remember it) and ``max_page_series_bytes`` the series
+    text of one scrape (what the cache keeps of it); ``None`` means no limit.
+    The cache holds the series of the last page parsed and nothing else.
     """
 
-    __slots__ = ("_max_value", "_max_line", "_max_lines", "_caches", "_meta", "_values")
+    __slots__ = ("_max_value", "_max_series", "_max_page", "_max_line", "_max_lines", "_caches", "_held",
+                 "_meta", "_values", "_family")
 
-    # The cache may hold this many entries beyond twice the last scrape's lines.
-    _SLACK = 10_000
-    # At most this many value texts are remembered (cleared when full, at the next scrape).
+    # At most this many value texts are remembered (cleared when full, at the next scrape), none longer
+    # than _VALUE_TEXT (the longest float repr is 24 characters).
     _VALUES_CAP = 50_000
+    _VALUE_TEXT = 32
 
-    def __init__(self, *, max_label_value_length: int | None = 4096, max_line_length: int | None = None,
-                 max_lines: int | None = None) -> None:
+    def __init__(self, *, max_label_value_length: int | None = MAX_LABEL_VALUE_BYTES,
+                 max_series_bytes: int | None = MAX_SERIES_BYTES,
+                 max_page_series_bytes: int | None = MAX_PAGE_SERIES_BYTES,
+                 max_line_length: int | None = None, max_lines: int | None = None) -> None:
         self._max_value = max_label_value_length
+        self._max_series = max_series_bytes
+        self._max_page = max_page_series_bytes
         self._max_line = max_line_length
         self._max_lines = max_lines
-        # series text -> (name, labels); one cache per format, as validity differs.
+        # series text -> [name, labels, last value text, last Sample]; one cache per format, as validity
+        # differs; _held: the bytes of series text each holds (its keys).
         self._caches: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
-        # metadata lines already validated, per format.
-        self._meta: tuple[set[str], set[str]] = (set(), set())
+        self._held = [0, 0]
+        # metadata lines already validated, per format -> the (family, type) a TYPE line declares.
+        self._meta: tuple[dict[str, tuple[str, str] | None], dict[str, tuple[str, str] | None]] = ({}, {})
         self._values: dict[str, float] = {}
+        self._family: tuple[str, str] | None = None  # the last '# TYPE' of the page being parsed
 
     def parse(self, text: str, *, openmetrics: bool | None = None) -> list[Sample]:
         """Parse one scrape's body; raises :class:`ParseError` on the first invalid line."""
         om = _detect_openmetrics(text) if openmetrics is None else bool(openmetrics)
-        cache = self._caches[om]
+        if not om and "\r" in text:
+            text = _without_crlf(text)
         lines = text.split("\n")  # not splitlines(): '\x1c', '\u2028', ... are legal inside label values
+        self._check_size(lines)
+        out: list[Sample] = []
+        self._family = None
+        try:
+            eof = self._parse_lines(lines, out, om)
+        finally:
+            self._forget_the_rest(lines, out, om)
+        if om and not eof:
+            last = len(lines) - 1 if len(lines) > 1 and not lines[-1] else len(lines)
+            raise ParseError("missing '# EOF' at the end (the OpenMetrics body is incomplete)",
+                             lineno=last, line=lines[last - 1][:1000])
+        return out
+
+    def _check_size(self, lines: list[str]) -> None:
         if self._max_lines is not None:
             count = len(lines) - (lines[-1] == "")  # the empty string after a final newline is no line
             if count > self._max_lines:
@@ -430,7 +504,10 @@ class ExpositionParser:
             longest = max(map(len, lines))
             if longest > self._max_line:
                 self._raise_long_line(lines)
-        out: list[Sample] = []
+
+    def _parse_lines(self, lines: list[str], out: list[Sample], om: bool) -> bool:
+        """The fast path, falling back to ``_careful`` line by line; True when '# EOF' was read."""
+        cache = self._caches[om]
         append = out.append
         get = cache.get
         # value text -> float: counts repeat across series and scrapes, and float(str) is slow.
@@ -439,10 +516,10 @@ class ExpositionParser:
             values.clear()
         vget = values.get
         values_cap = self._VALUES_CAP
+        value_text = self._VALUE_TEXT
         new = tuple.__new__
         sample_type = Sample
         it = iter(lines)
-        eof = False
         line = ""
         while True:
             try:
@@ -456,89 +533,159 @@ class ExpositionParser:
                         continue
                     value = vget(val)
                     if value is None:  # a number not seen lately
-                        if "_" in val or not val.isascii():  # float() takes '1_0' and '١٢'
+                        # float() takes '1_0', '١٢' and '1\x0b'; Prometheus does not (the careful path says why).
+                        if "_" in val or not val.isascii() or not val.isprintable():
                             break
                         value = float(val)
-                        if len(values) < values_cap:
+                        if len(values) < values_cap and len(val) <= value_text:
                             values[val] = value
                     hit[3] = sample = new(sample_type, (hit[0], hit[1], value, None))
                     hit[2] = val
                     append(sample)
                 else:
-                    break  # every line read
+                    return False  # every line read
             except ValueError:
                 pass  # float() refused: let the careful path say why
             lineno = len(lines) - length_hint(it)
             try:
-                if self._careful(line, out, cache, om, final=lineno == len(lines)):
-                    eof = True
+                if self._careful(line, out, om, lines, lineno):
                     self._after_eof(lines, lineno)
-                    break
+                    return True
             except _LineError as e:
-                where = f" in {_shorten(line)}" if line.strip() else ""
+                where = f" in {_shorten(line)}" if line.strip(_WS) else ""
                 raise ParseError(f"{e}{where}", lineno=lineno, line=line[:1000]) from None
-        if om and not eof:
-            last = len(lines) - 1 if len(lines) > 1 and not lines[-1] else len(lines)
-            raise ParseError("missing '# EOF' at the end (the OpenMetrics body is incomplete)",
-                             lineno=last, line=lines[last - 1][:1000])
-        bound = 2 * len(lines) + self._SLACK
-        if len(cache) > bound:
-            cache.clear()  # series churn: start afresh rather than grow without bound
-        if len(self._meta[om]) > bound:
-            self._meta[om].clear()
-        return out
 
-    def _careful(self, line: str, out: list[Sample], cache: dict[str, list[Any]], om: bool, *,
-                 final: bool) -> bool:
+    def _careful(self, line: str, out: list[Sample], om: bool, lines: list[str], lineno: int) -> bool:
         """Parse one line the slow way, appending its sample; True at '# EOF'."""
-        if not line or (not om and not line.strip()):
-            if om and not final:  # the empty string after the final newline is no line
+        if not line or (not om and not line.strip(_WS)):
+            if om and lineno != len(lines):  # the empty string after the final newline is no line
                 raise _LineError("blank line (not allowed in OpenMetrics)")
             return False
         first = line[0] if om else line.lstrip(_WS)[0]
         if first == "#":
             if om and line == "# EOF":
                 return True
-            meta = self._meta[om]
-            if line not in meta:
-                _check_metadata(line if om else line.lstrip(_WS), om=om)
-                meta.add(line)
+            self._metadata(line, om)
             return False
-        # A timestamped line, 'series value timestamp': try the cache one token further left.
-        head, _, last = line.rpartition(" ")
-        series, _, vtok = head.rpartition(" ")
-        hit = cache.get(series)
-        if hit is not None and "#" not in line:
-            vtok, last = vtok.strip(), last.strip()
-            if vtok and last and len(vtok.split()) == 1 and len(last.split()) == 1:
-                out.append(Sample(hit[0], hit[1], _parse_float(vtok, "sample value"), _parse_timestamp(last, om=om)))
-                return False
+        cache = self._caches[om]
+        sample = self._timestamped(line, cache, om)
+        if sample is not None:
+            out.append(sample)
+            return False
         simple = _SIMPLE_LINE_RE.match(line)
         if simple is not None and not (om and (simple.group(2) or "").endswith(",")):
             name, block, vtok = simple.groups()
             value = _parse_float(vtok, "sample value")
-            key = line[: simple.start(3) - 1]
-            entry = cache.get(key)
+            series = line[: simple.start(3) - 1]
+            entry = cache.get(series)
             if entry is None:
+                self._check_series(series)
                 sample = Sample(name, Labels(_labels_of(block, self._max_value) if block else ()), value, None)
-                cache[key] = [name, sample.labels, vtok, sample]
+                self._remember(series, [name, sample.labels, vtok, sample], om, lines, lineno)
             else:
                 sample = Sample(entry[0], entry[1], value, None)
             out.append(sample)
             return False
         p = _parse_sample_line(line, om=om, max_value=self._max_value)
-        slow_key = self._cache_key(line, p)
-        entry = cache.get(slow_key) if slow_key is not None else None
+        self._check_series(line[: p.series_end])
+        if p.exemplar and not _exemplar_allowed(p.name, self._family, om=om):
+            raise _LineError(f"exemplar on {_quote(p.name)}, a sample that cannot have one (only a counter's "
+                             "_total and a histogram's _bucket can)")
+        key = self._cache_key(line, p)
+        entry = cache.get(key) if key is not None else None
         if entry is not None:
             name, labels = entry[0], entry[1]
         else:
             name, labels = p.name, Labels(p.labels)
         sample = Sample(name, labels, p.value, p.timestamp)
-        if slow_key is not None and entry is None:
+        if key is not None and entry is None:
             # [name, labels, last value text, last Sample]: an unchanged line reuses its Sample.
-            cache[slow_key] = [name, labels, p.tokens[0] if p.timestamp is None else None, sample]
+            self._remember(key, [name, labels, p.tokens[0] if p.timestamp is None else None, sample], om,
+                           lines, lineno)
         out.append(sample)
         return False
+
+    def _metadata(self, line: str, om: bool) -> None:
+        meta = self._meta[om]
+        if line in meta:
+            family = meta[line]
+        else:
+            family = meta[line] = _check_metadata(line if om else line.lstrip(_WS), om=om)
+        if family is not None:
+            self._family = family
+
+    @staticmethod
+    def _timestamped(line: str, cache: dict[str, list[Any]], om: bool) -> Sample | None:
+        """A known series with a value and a timestamp ('series value timestamp'), or None.
+
+        Only when the grammar reads the line so: both tokens free of whitespace, the first not a
+        label set (``x {a="b"} 2`` after a cached ``x`` is series ``x{a="b"}``, not ``x`` at
+        ``{a="b"}``) and both numbers; anything else is left to the full parse, which says why.
+        """
+        head, _, last = line.rpartition(" ")
+        series, _, vtok = head.rpartition(" ")
+        hit = cache.get(series)
+        if (hit is None or not vtok or not last or vtok[0] == "{" or "#" in line
+                or not vtok.isprintable() or not last.isprintable()):
+            return None
+        try:
+            return Sample(hit[0], hit[1], _parse_float(vtok, "sample value"), _parse_timestamp(last, om=om))
+        except _LineError:
+            return None
+
+    def _check_series(self, text: str) -> None:
+        """Refuse a series whose text (name and label set as written) is over the byte budget."""
+        limit = self._max_series
+        if limit is not None and len(text) * 4 > limit:  # cheap pre-check; exact in bytes below
+            size = _utf8_len(text)
+            if size > limit:
+                raise _LineError(f"series of {size:,} bytes (name and labels) exceeds the limit of {limit:,}")
+
+    def _remember(self, key: str, entry: list[Any], om: bool, lines: list[str], lineno: int) -> None:
+        """Cache a new series, within the page's byte budget (series of earlier pages go first)."""
+        cache = self._caches[om]
+        size = _utf8_len(key)
+        limit = self._max_page
+        if limit is not None and self._held[om] + size > limit:
+            self._keep_only(lines[:lineno], om)
+            if self._held[om] + size > limit:
+                raise _LineError(f"the series of this scrape exceed {limit:,} bytes of names and labels "
+                                 "(the limit per target)")
+        cache[key] = entry
+        self._held[om] += size
+
+    def _forget_the_rest(self, lines: list[str], out: list[Sample], om: bool) -> None:
+        """Bound the caches to this page: more entries than samples means some are of series gone.
+
+        In steady state both tests are false and nothing is scanned; after series churn (or a scrape
+        cut short by an error) one more pass over the lines keeps exactly what this page holds.
+        """
+        self._family = None
+        if len(self._caches[om]) > len(out):
+            self._keep_only(lines, om)
+        meta = self._meta[om]
+        if len(meta) > len(lines) - len(out):
+            kept = {line: meta[line] for line in lines if line in meta}
+            meta.clear()
+            meta.update(kept)
+
+    def _keep_only(self, lines: list[str], om: bool) -> None:
+        """Drop every cached series that is not on one of ``lines``."""
+        cache = self._caches[om]
+        get = cache.get
+        kept: dict[str, list[Any]] = {}
+        for line in lines:
+            head = line.rpartition(" ")[0]
+            entry = get(head)
+            if entry is None:  # a timestamped line is cached by the text before its last two tokens
+                head = head.rpartition(" ")[0]
+                entry = get(head)
+                if entry is None:
+                    continue
+            kept[head] = entry
+        cache.clear()
+        cache.update(kept)
+        self._held[om] = sum(map(_utf8_len, cache))
 
     @staticmethod
     def _cache_key(line: str, p: _Line) -> str | None:
@@ -552,9 +699,9 @@ class ExpositionParser:
             return None
         head, _, last = line.rpartition(" ")
         if p.timestamp is None:
-            return head if last.strip() == p.tokens[0] and len(head) >= p.series_end else None
+            return head if last == p.tokens[0] and len(head) >= p.series_end else None
         series, _, vtok = head.rpartition(" ")
-        if last.strip() == p.tokens[1] and vtok.strip() == p.tokens[0] and len(series) >= p.series_end:
+        if last == p.tokens[1] and vtok == p.tokens[0] and len(series) >= p.series_end:
             return series
         return None
 
@@ -573,3 +720,13 @@ class ExpositionParser:
                 raise ParseError(f"line of {len(text)} characters exceeds the limit of {self._max_line}",
                                  lineno=i, line=text[:1000])
         raise AssertionError("unreachable")
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _without_crlf(text: str) -> str:
+    """The text format's CRLF line ends as LF (a '\\r' anywhere else stays, and is refused as a value)."""
+    text = text.replace("\r\n", "\n")
+    return text[:-1] if text.endswith("\r") else text
