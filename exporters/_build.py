@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 
-from ptmon.exporters.schema import MetricSpec
+from ptmon.exporters.schema import MAX_LABEL_VALUE_BYTES, MetricSpec
 
 __all__ = [
     "base_name",
@@ -28,6 +28,8 @@ __all__ = [
     "fast_inc",
     "fast_observe",
     "histogram_parts",
+    "exposed_bytes",
+    "label_fits",
 ]
 
 
@@ -43,6 +45,29 @@ def base_name(spec: MetricSpec) -> str:
 def _check(spec: MetricSpec, kind: str) -> None:
     if spec.kind != kind:
         raise TypeError(f"{spec.name} is a {spec.kind} in the contract, not a {kind}")
+
+
+def exposed_bytes(value: str) -> int | None:
+    """The bytes ``value`` takes on /metrics as a label value (UTF-8, ``\\``, ``"`` and newline escaped);
+    None when it cannot be encoded at all (a lone surrogate)."""
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
+    return size + value.count("\\") + value.count('"') + value.count("\n")
+
+
+def label_fits(value: str) -> bool:
+    """Whether the monitor (and the contract) accept ``value`` as a label value: encodable, and at most
+    ``schema.MAX_LABEL_VALUE_BYTES`` as exposed. One value over it would make ptmon refuse the whole page."""
+    if len(value) * 8 <= MAX_LABEL_VALUE_BYTES:  # even all escapes of 4-byte characters fit: skip the count
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    size = exposed_bytes(value)
+    return size is not None and size <= MAX_LABEL_VALUE_BYTES
 
 
 def counter(spec: MetricSpec, registry: CollectorRegistry) -> Counter:

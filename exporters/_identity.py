@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 
 from ptmon.exporters import _build, _defaults
 from ptmon.exporters.cost import Clock, GpuCostCollector, GpuMeter
-from ptmon.exporters.schema import EXPORTER_ERRORS, RUN_INFO
+from ptmon.exporters.schema import EXPORTER_ERRORS, MAX_LABEL_VALUE_BYTES, MAX_SERIES_BYTES, RUN_INFO
 
 __all__ = ["RunInfoCollector", "ProcessMetrics", "process_metrics", "BaseExporter", "as_number",
            "as_count", "servable", "MAX_INT"]
@@ -61,18 +61,16 @@ def as_count(value: object) -> float | None:
 
 
 def servable(text: str) -> bool:
-    """Whether ``text`` can be a label value: it must encode as UTF-8.
+    """Whether ``text`` can be a label value: it must encode as UTF-8 and fit the contract's size.
 
     A lone surrogate (a file name decoded with ``surrogateescape``) cannot,
     and prometheus_client only finds out when it encodes the whole exposition:
-    every later scrape of the registry would fail, losing every metric. So
+    every later scrape of the registry would fail, losing every metric. A
+    value over ``schema.MAX_LABEL_VALUE_BYTES`` is served, but ptmon refuses
+    the page that holds it (every metric of the process off the screen). So
     each new label value is checked once, when its series is created.
     """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return _build.label_fits(text)
 
 
 class RunInfoCollector(Collector):
@@ -83,11 +81,20 @@ class RunInfoCollector(Collector):
         self._lock = threading.Lock()
 
     def add(self, *, run: str, model: str, algorithm: str, role: str) -> None:
-        for name, value in (("run", run), ("model", model), ("algorithm", algorithm), ("role", role)):
+        values = (("run", run), ("model", model), ("algorithm", algorithm), ("role", role))
+        for name, value in values:
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-            if not servable(value):
+            size = _build.exposed_bytes(value)
+            if size is None:
                 raise ValueError(f"{name} must be valid Unicode (it cannot be encoded as UTF-8), got {value!r}")
+            if size > MAX_LABEL_VALUE_BYTES:
+                raise ValueError(f"{name} of {size:,} bytes exceeds the label value limit of "
+                                 f"{MAX_LABEL_VALUE_BYTES:,} (ptmon would refuse every metric of this process)")
+        series = len(RUN_INFO.name) + 2 + sum(len(n) + 3 + (_build.exposed_bytes(v) or 0) + 1 for n, v in values)
+        if series > MAX_SERIES_BYTES:
+            raise ValueError(f"run, model, algorithm and role take {series:,} bytes on {RUN_INFO.name}, over the "
+                             f"series limit of {MAX_SERIES_BYTES:,}")
         with self._lock:
             if role in self._roles:
                 raise ValueError(f"this registry already has an exporter with role={role!r}")

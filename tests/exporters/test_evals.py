@@ -132,3 +132,17 @@ def test_a_benchmark_that_is_not_valid_unicode_is_dropped_so_the_endpoint_keeps_
     evals.record_eval(benchmark="gsm8k", score=0.71)
     assert errors(evals.registry, "record_eval") == 1
     assert b'posttrain_eval_score{benchmark="gsm8k"} 0.71' in generate_latest(evals.registry)
+
+
+def test_a_benchmark_name_over_the_label_limit_is_dropped_and_counted() -> None:
+    from prometheus_client import generate_latest
+
+    from ptmon.exporters.schema import MAX_LABEL_VALUE_BYTES
+    from ptmon.monitor.parse import ExpositionParser
+
+    evals = make()
+    evals.record_eval(benchmark="b" * (MAX_LABEL_VALUE_BYTES + 1), score=0.7)
+    evals.record_eval(benchmark="gsm8k", score=0.71)
+    assert errors(evals.registry, "record_eval") == 1
+    assert [s.labels for s in ExpositionParser().parse(generate_latest(evals.registry).decode())
+            if "benchmark" in s.labels] == [{"benchmark": "gsm8k"}] * 3

@@ -65,3 +65,14 @@ def test_run_identity_that_cannot_be_served_is_refused_at_construction(field: st
     options = {"run": "r", "model": "m", "algorithm": "a", field: "x\udcff"}
     with pytest.raises(ValueError, match=f"{field} must be valid Unicode"):
         EvalExporter(**options, gpus=0, gpu_hour_price=3.0)  # type: ignore[arg-type]
+
+
+def test_run_identity_the_monitor_would_refuse_is_refused_at_construction() -> None:
+    from ptmon.exporters.schema import MAX_LABEL_VALUE_BYTES, MAX_SERIES_BYTES
+
+    with pytest.raises(ValueError, match=f"run of {MAX_LABEL_VALUE_BYTES + 1:,} bytes exceeds the label value limit"):
+        EvalExporter(run="r" * (MAX_LABEL_VALUE_BYTES + 1), model="m", algorithm="a", gpus=0, gpu_hour_price=3.0)
+    third = "v" * (MAX_SERIES_BYTES // 3)  # each value fits; the run-info series of all three does not
+    with pytest.raises(ValueError, match=f"over the series limit of {MAX_SERIES_BYTES:,}"):
+        EvalExporter(run=third, model=third, algorithm=third, gpus=0, gpu_hour_price=3.0)
+    EvalExporter(run=third, model=third, algorithm="grpo", gpus=0, gpu_hour_price=3.0)  # two of them do

@@ -9,15 +9,18 @@ import sys
 import threading
 from pathlib import Path
 
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from ptmon.exporters import RolloutExporter, TrainerExporter, _build
+from ptmon.exporters import RolloutExporter, TrainerExporter, _build, serve
 from ptmon.exporters.schema import (
     DEFAULT_REWARD_BUCKETS,
+    EXPORTER_ERRORS,
+    MAX_LABEL_VALUE_BYTES,
     ROLLOUT_OUTCOMES,
     ROLLOUT_POLICY_VERSION,
     ROLLOUT_REWARD,
@@ -28,6 +31,7 @@ from ptmon.exporters.schema import (
     ROLLOUTS,
     RUN_INFO,
 )
+from ptmon.monitor.parse import ExpositionParser
 from tests.exporters.helpers import errors, exporter, value
 
 
@@ -327,3 +331,53 @@ def test_an_env_that_is_not_valid_unicode_is_dropped_so_the_endpoint_keeps_servi
     assert errors(reg, "record_rollout") == 1
     assert value(reg, ROLLOUT_TOKENS, env="math") == 5
     assert b'posttrain_rollout_tokens_total{env="math"} 5.0' in generate_latest(reg)
+
+
+# One contract for label sizes (exporters/schema.py): what the monitor would refuse is never exposed.
+OVERSIZED_ENVS = [
+    "x" * (MAX_LABEL_VALUE_BYTES + 1),
+    '"' * (MAX_LABEL_VALUE_BYTES // 2 + 1),  # few enough characters, but each is escaped to two bytes
+    "\u00e9" * (MAX_LABEL_VALUE_BYTES // 2 + 1),  # two UTF-8 bytes each
+    "\U0001f680" * (MAX_LABEL_VALUE_BYTES // 4 + 1),
+]
+
+
+def test_a_label_value_the_monitor_would_refuse_is_dropped_and_counted() -> None:
+    rollout = make()
+    rollout.record_rollout(env="math", tokens=1)
+    for env in OVERSIZED_ENVS:
+        rollout.record_rollout(env=env, tokens=5)
+        rollout.record_rollout(env=env, tokens=5)  # every call, not only the first, is counted
+    assert errors(rollout.registry, "record_rollout") == 2 * len(OVERSIZED_ENVS)
+    at_the_limit = "x" * (MAX_LABEL_VALUE_BYTES - 2) + '"'  # exposed as exactly the limit
+    for env in ("x" * 5000, at_the_limit):  # the issue's 5,000-byte env is within the contract
+        rollout.record_rollout(env=env, tokens=7)
+    assert errors(rollout.registry, "record_rollout") == 2 * len(OVERSIZED_ENVS)
+    with serve(rollout.registry) as server:
+        body = httpx.get(server.url, timeout=10).text
+    samples = ExpositionParser().parse(body)  # the monitor's parser, at the contract's limits
+    assert {s.labels["env"] for s in samples if s.name == ROLLOUTS.name} == {"math", "x" * 5000, at_the_limit}
+
+
+async def test_a_worker_recording_an_oversized_env_is_still_scraped_whole() -> None:
+    from tests.monitor.helpers import T0, scrape_one_worker
+
+    def record(worker: RolloutExporter) -> None:
+        worker.record_rollout(env="x" * 70_000, tokens=5, reward=1.0, seconds=1.0)
+        worker.record_rollout(env="math", tokens=10, reward=1.0, seconds=1.0)
+
+    d, feed = await scrape_one_worker(record)
+    (target,) = d.targets
+    assert target.up is True and target.error is None
+    assert d.rollout_tokens_per_s == pytest.approx(1.0)  # 10 tokens every 10 s: only the good env's
+    (dropped,) = [s for s in feed.store.series("w", EXPORTER_ERRORS.name) if s.labels["call"] == "record_rollout"]
+    assert dropped.last() == (pytest.approx(T0 + 100.0), 11.0)  # one drop a round, counted where ptmon sees it
+
+
+@pytest.mark.xfail(strict=True, reason="monitor/sources/scrape.py still passes max_label_value_length=4096; "
+                                       "it should default to schema.MAX_LABEL_VALUE_BYTES (the lead wires it)")
+async def test_a_5000_byte_env_reaches_the_screen() -> None:
+    from tests.monitor.helpers import scrape_one_worker
+
+    d, _ = await scrape_one_worker(lambda w: w.record_rollout(env="x" * 5000, tokens=10), rounds=3)
+    assert d.targets[0].up is True and d.targets[0].error is None
