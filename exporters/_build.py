@@ -9,10 +9,14 @@ building its collectors from the spec and never from a loose string.
 from __future__ import annotations
 
 import math
+import os
+import threading
+import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, values
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 
 from ptmon.exporters.schema import MAX_LABEL_VALUE_BYTES, MetricSpec
@@ -30,6 +34,7 @@ __all__ = [
     "histogram_parts",
     "exposed_bytes",
     "label_fits",
+    "fork_safe",
 ]
 
 
@@ -72,20 +77,82 @@ def label_fits(value: str) -> bool:
 
 def counter(spec: MetricSpec, registry: CollectorRegistry) -> Counter:
     _check(spec, "counter")
-    return Counter(base_name(spec), spec.help, labelnames=spec.labels, unit=spec.unit, registry=registry)
+    return _fork_safe_metric(Counter(base_name(spec), spec.help, labelnames=spec.labels, unit=spec.unit,
+                                     registry=registry))
 
 
 def gauge(spec: MetricSpec, registry: CollectorRegistry, *, multiprocess_mode: str = "all") -> Gauge:
     _check(spec, "gauge")
-    return Gauge(base_name(spec), spec.help, labelnames=spec.labels, unit=spec.unit, registry=registry,
-                 multiprocess_mode=multiprocess_mode)  # type: ignore[arg-type]
+    return _fork_safe_metric(Gauge(base_name(spec), spec.help, labelnames=spec.labels, unit=spec.unit,
+                                   registry=registry, multiprocess_mode=multiprocess_mode))  # type: ignore[arg-type]
 
 
 def histogram(spec: MetricSpec, registry: CollectorRegistry, *,
               buckets: Sequence[float] | None = None) -> Histogram:
     _check(spec, "histogram")
-    return Histogram(base_name(spec), spec.help, labelnames=spec.labels, unit=spec.unit, registry=registry,
-                     buckets=tuple(buckets) if buckets is not None else spec.buckets)
+    return _fork_safe_metric(Histogram(base_name(spec), spec.help, labelnames=spec.labels, unit=spec.unit,
+                                       registry=registry,
+                                       buckets=tuple(buckets) if buckets is not None else spec.buckets))
+
+
+# --- fork ---------------------------------------------------------------------------------------------
+# fork() copies only the calling thread: a lock another thread held at that moment stays held in the
+# child, forever, and the child's first recording call blocks on it (a rollout worker forking a code
+# sandbox or a multiprocessing pool while its threads record). So every lock the exporters rely on is
+# replaced by a fresh one in the child: the exporters' own (registered with ``fork_safe``), and
+# prometheus_client's on every registry and metric they built (the registry's, a labelled metric's
+# children table, each value's; in multiprocess mode the module's one value lock). A value being
+# changed by another thread at the fork keeps whichever of its old or new number the child saw.
+
+_LOCK_TYPE = type(threading.Lock())
+_LOCKED: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
+_METRICS: weakref.WeakSet[Counter | Gauge | Histogram] = weakref.WeakSet()
+_Metric = TypeVar("_Metric", Counter, Gauge, Histogram)
+
+
+def fork_safe(owner: object, *locks: str) -> None:
+    """Give ``owner`` a fresh lock in each attribute named in ``locks`` in a forked child."""
+    _LOCKED[owner] = locks
+
+
+def _fork_safe_metric(metric: _Metric) -> _Metric:
+    _METRICS.add(metric)
+    return metric
+
+
+def _fresh_locks(obj: object) -> None:
+    """Replace every lock ``obj`` holds directly, in a value it holds, or in a list of values."""
+    for name, held in list(getattr(obj, "__dict__", {}).items()):
+        if isinstance(held, _LOCK_TYPE):
+            setattr(obj, name, threading.Lock())
+        for item in held if isinstance(held, list) else (held,):
+            if isinstance(getattr(item, "_lock", None), _LOCK_TYPE):
+                item._lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    for owner, locks in list(_LOCKED.items()):
+        for name in locks:
+            setattr(owner, name, threading.Lock())
+    for metric in list(_METRICS):
+        _fresh_locks(metric)
+        for child in list(getattr(metric, "_metrics", {}).values()):
+            _fresh_locks(child)
+    _fresh_multiprocess_lock()
+
+
+def _fresh_multiprocess_lock() -> None:
+    """prometheus_client's multiprocess values share one lock, a closure variable of their class."""
+    inc = getattr(values.ValueClass, "inc", None)
+    code, cells = getattr(inc, "__code__", None), getattr(inc, "__closure__", None)
+    if code is None or cells is None or "lock" not in code.co_freevars:
+        return  # MutexValue (the default): its locks are per value, replaced above
+    cell = cells[code.co_freevars.index("lock")]
+    if isinstance(cell.cell_contents, _LOCK_TYPE):
+        cell.cell_contents = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def counter_family(spec: MetricSpec) -> CounterMetricFamily:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import threading
 import time
 import weakref
@@ -79,6 +80,7 @@ class RunInfoCollector(Collector):
     def __init__(self) -> None:
         self._roles: dict[str, tuple[str, str, str]] = {}
         self._lock = threading.Lock()
+        _build.fork_safe(self, "_lock")
 
     def add(self, *, run: str, model: str, algorithm: str, role: str) -> None:
         values = (("run", run), ("model", model), ("algorithm", algorithm), ("role", role))
@@ -130,6 +132,8 @@ class ProcessMetrics:
         registry.register(self.cost)
         self._errors: Counter | None = None
         self._lock = threading.Lock()
+        _build.fork_safe(self, "_lock")
+        _build.fork_safe(registry, "_lock")  # prometheus_client's: register, collect and scrape take it
 
     def add_role(self, *, run: str, model: str, algorithm: str, role: str, gpus: float,
                  gpu_hour_price: float, clock: Clock) -> GpuMeter:
@@ -147,6 +151,7 @@ class ProcessMetrics:
 
 _BY_REGISTRY: weakref.WeakKeyDictionary[CollectorRegistry, ProcessMetrics] = weakref.WeakKeyDictionary()
 _BY_REGISTRY_LOCK = threading.Lock()
+_build.fork_safe(sys.modules[__name__], "_BY_REGISTRY_LOCK")
 
 
 def process_metrics(registry: CollectorRegistry) -> ProcessMetrics:

@@ -55,11 +55,12 @@ def check_price(price: object) -> float:
 class GpuMeter:
     """GPU count and GPU-seconds of one role; thread-safe, no background thread."""
 
-    __slots__ = ("_clock", "_lock", "_gpus", "_banked", "_since", "price")
+    __slots__ = ("_clock", "_lock", "_gpus", "_banked", "_since", "price", "__weakref__")
 
     def __init__(self, *, gpus: float, gpu_hour_price: float, clock: Clock) -> None:
         self._clock = clock
         self._lock = threading.Lock()
+        _build.fork_safe(self, "_lock")
         self._gpus = check_gpus(gpus)
         self.price = check_price(gpu_hour_price)
         self._banked = 0.0
@@ -90,6 +91,7 @@ class GpuCostCollector(Collector):
     def __init__(self) -> None:
         self._meters: dict[str, GpuMeter] = {}
         self._lock = threading.Lock()
+        _build.fork_safe(self, "_lock")
 
     def add(self, role: str, meter: GpuMeter) -> None:
         with self._lock:

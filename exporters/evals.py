@@ -46,6 +46,7 @@ class EvalExporter(BaseExporter):
         self._samples = _build.gauge(EVAL_SAMPLES, self.registry)
         self._children: dict[str, tuple[_Set, _Set, _Set]] = {}  # benchmark: score, version, samples
         self._lock = threading.Lock()
+        _build.fork_safe(self, "_lock")
 
     def record_eval(self, *, benchmark: str, score: float, policy_version: int | None = None,
                     samples: int | None = None) -> None:

@@ -89,6 +89,7 @@ class RolloutExporter(BaseExporter):
         self._last_version: object = None
         self._children: dict[tuple[str, str], _Children] = {}
         self._resolve_lock = threading.Lock()
+        _build.fork_safe(self, "_resolve_lock")
 
     def _resolve(self, env: object, outcome: object) -> _Children | None:
         """Children for (env, outcome), or None when either label is bad (nothing can be attributed)."""

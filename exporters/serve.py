@@ -43,6 +43,7 @@ class MetricsServer:
     scheme: str
     _httpd: WSGIServer = field(repr=False)
     _thread: threading.Thread = field(repr=False)
+    _pid: int = field(default_factory=os.getpid, repr=False)
 
     @property
     def url(self) -> str:
@@ -50,6 +51,11 @@ class MetricsServer:
         return f"{self.scheme}://{host}:{self.port}/metrics"
 
     def close(self) -> None:
+        if os.getpid() != self._pid:
+            # A forked child's copy: the serving thread was not copied, and shutdown() would wait for it
+            # forever. Closing the child's copy of the socket is all there is to do; the parent serves on.
+            self._httpd.server_close()
+            return
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)

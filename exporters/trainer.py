@@ -142,6 +142,7 @@ class TrainerExporter(BaseExporter):
         # The optional scalars appear on first report: a gauge at 0 would claim a loss nobody reported.
         self._scalar_set: dict[str, Callable[[float], None]] = {}
         self._scalar_lock = threading.Lock()
+        _build.fork_safe(self, "_scalar_lock")
         self._tokens_total = Cumulative()
         self._dropped_counter = _build.counter(TRAINER_DROPPED, reg)
         self._dropped_children: dict[str, tuple[Callable[[float], None], Cumulative]] = {}

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,3 +93,17 @@ def test_fallback_parts_still_record_through_the_public_api() -> None:
     observe(3.0)
     assert registry.get_sample_value(ROLLOUT_SECONDS.bucket, {"env": "e", "le": "5.0"}) == 1
     assert registry.get_sample_value(ROLLOUT_SECONDS.bucket, {"env": "e", "le": "2.5"}) == 0
+
+
+# Fork safety: a training process forks (code sandboxes, multiprocessing) while its threads record.
+@pytest.mark.slow  # starts a process that forks 20 children
+@pytest.mark.parametrize("multiprocess", [False, True])
+def test_20_forks_under_three_busy_threads_all_complete(multiprocess: bool, tmp_path: Path) -> None:
+    # Before every lock was replaced in the child, 20 of 20 children hung on their first set_gpus.
+    args = [sys.executable, "-m", "tests.exporters.fork_worker", "20"]
+    if multiprocess:
+        args += ["--multiprocess", str(tmp_path)]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[2])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"completed": 20, "hung": 0, "failed": 0}
+
