@@ -27,7 +27,7 @@ from prometheus_client.registry import Collector
 
 from ptmon.exporters import _build, _defaults
 from ptmon.exporters.cost import Clock, GpuCostCollector, GpuMeter
-from ptmon.exporters.schema import EXPORTER_ERRORS, MAX_LABEL_VALUE_BYTES, MAX_SERIES_BYTES, RUN_INFO
+from ptmon.exporters.schema import EXPORTER_ERRORS, MAX_GPUS, MAX_LABEL_VALUE_BYTES, MAX_SERIES_BYTES, RUN_INFO
 
 __all__ = ["RunInfoCollector", "ProcessMetrics", "process_metrics", "BaseExporter", "as_number",
            "as_count", "servable", "MAX_INT"]
@@ -201,7 +201,7 @@ class BaseExporter:
         """Change the GPU count; GPU-seconds so far are banked at the old count."""
         try:
             gpus = as_count(n)
-            if gpus is None:
+            if gpus is None or gpus > MAX_GPUS:
                 self._dropped("set_gpus", n)
                 return
             self._meter.set_gpus(gpus)

@@ -15,7 +15,6 @@ pool exports its cost from the parent; see ``ptmon.exporters.serve.multiprocess_
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Iterator
 
@@ -23,7 +22,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from ptmon.exporters import _build
-from ptmon.exporters.schema import GPU_HOUR_PRICE, GPU_SECONDS, GPUS
+from ptmon.exporters.schema import GPU_HOUR_PRICE, GPU_SECONDS, GPUS, MAX_GPU_HOUR_PRICE, MAX_GPUS
 
 __all__ = ["GpuMeter", "GpuCostCollector", "gpu_seconds", "check_gpus", "check_price"]
 
@@ -40,15 +39,17 @@ def gpu_seconds(*, banked: float, gpus: float, since: float, now: float) -> floa
 
 
 def check_gpus(gpus: object) -> float:
-    """A GPU count is a finite number >= 0 (fractions allowed: MIG slices, shared GPUs)."""
-    if isinstance(gpus, bool) or not isinstance(gpus, (int, float)) or not 0 <= gpus < math.inf:
-        raise ValueError(f"gpus must be a finite number >= 0, got {gpus!r}")
+    """A GPU count is a number in [0, schema.MAX_GPUS] (fractions allowed: MIG slices, shared GPUs)."""
+    if isinstance(gpus, bool) or not isinstance(gpus, (int, float)) or not 0 <= gpus <= MAX_GPUS:
+        raise ValueError(f"gpus must be a number from 0 to {MAX_GPUS:,}, got {gpus!r}")
     return gpus
 
 
 def check_price(price: object) -> float:
-    if isinstance(price, bool) or not isinstance(price, (int, float)) or not 0 <= price < math.inf:
-        raise ValueError(f"gpu_hour_price must be a finite number of dollars >= 0, got {price!r}")
+    """A price is dollars per GPU-hour in [0, schema.MAX_GPU_HOUR_PRICE]: beyond it, a unit error."""
+    if isinstance(price, bool) or not isinstance(price, (int, float)) or not 0 <= price <= MAX_GPU_HOUR_PRICE:
+        raise ValueError(f"gpu_hour_price must be dollars per GPU-hour from 0 to {MAX_GPU_HOUR_PRICE:,.0f}, "
+                         f"got {price!r}")
     return float(price)
 
 

@@ -44,6 +44,8 @@ __all__ = [
     "DEFAULT_GPU_HOUR_PRICE",
     "MAX_LABEL_VALUE_BYTES",
     "MAX_SERIES_BYTES",
+    "MAX_GPUS",
+    "MAX_GPU_HOUR_PRICE",
     "STEP_SECONDS_BUCKETS",
     "WEIGHT_SYNC_SECONDS_BUCKETS",
     "ROLLOUT_SECONDS_BUCKETS",
@@ -140,6 +142,12 @@ STALENESS_STATS: Final = ("mean", "max")
 # label each, a few hundred adapter names (~40 KiB) at most.
 MAX_LABEL_VALUE_BYTES: Final = 64 * 1024
 MAX_SERIES_BYTES: Final = 128 * 1024
+
+# Sane bounds for what a process reports it costs: beyond them a number is a bug (a unit error, a
+# uint64 wrap, a price in cents or per GPU-second), refused by the exporters and to be ignored by the
+# monitor with a target warning rather than shown as spend.
+MAX_GPUS: Final = 1_000_000
+MAX_GPU_HOUR_PRICE: Final = 1_000.0
 
 # $/GPU-hour defaults (H100 on-demand at a neocloud, 2026); always configurable.
 DEFAULT_GPU_HOUR_PRICE: Final = 3.00

@@ -70,3 +70,19 @@ def test_fractional_gpus_are_allowed() -> None:
     evals = EvalExporter(run="r", model="m", algorithm="a", gpus=0.5, gpu_hour_price=3.0, clock=clock)
     clock.advance(4)
     assert value(evals.registry, GPU_SECONDS, role="eval") == 2.0
+
+
+def test_prices_and_gpu_counts_beyond_a_sane_bound_are_refused() -> None:
+    # A price of 1e300 (or a GPU count from a uint64 wrap) would be shown as spend; it is a bug, not a cost.
+    from ptmon.exporters.schema import MAX_GPU_HOUR_PRICE, MAX_GPUS
+
+    for price in (-3.0, MAX_GPU_HOUR_PRICE * 1.01, 1e300):
+        with pytest.raises(ValueError, match="gpu_hour_price must be dollars per GPU-hour from 0 to 1,000"):
+            RolloutExporter(run="r", model="m", algorithm="a", gpus=1, gpu_hour_price=price)
+    with pytest.raises(ValueError, match="gpus must be a number from 0 to 1,000,000"):
+        RolloutExporter(run="r", model="m", algorithm="a", gpus=2**64 - 1, gpu_hour_price=3.0)
+    rollout = RolloutExporter(run="r", model="m", algorithm="a", gpus=MAX_GPUS, gpu_hour_price=MAX_GPU_HOUR_PRICE)
+    for gpus in (MAX_GPUS + 1, 2**64 - 1, -2):
+        rollout.set_gpus(gpus)
+    assert rollout.gpus == MAX_GPUS and errors(rollout.registry, "set_gpus") == 3
+    assert value(rollout.registry, GPU_HOUR_PRICE, role="rollout") == MAX_GPU_HOUR_PRICE
