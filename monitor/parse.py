@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping
 from operator import length_hint
 from typing import Any, NamedTuple, NoReturn
@@ -449,8 +450,8 @@ class ExpositionParser:
     The cache holds the series of the last page parsed and nothing else.
     """
 
-    __slots__ = ("_max_value", "_max_series", "_max_page", "_max_line", "_max_lines", "_caches", "_held",
-                 "_meta", "_values", "_family")
+    __slots__ = ("_max_value", "_max_series", "_series_chars", "_max_page", "_max_line", "_max_lines", "_caches",
+                 "_held", "_meta", "_values", "_family")
 
     # At most this many value texts are remembered (cleared when full, at the next scrape), none longer
     # than _VALUE_TEXT (the longest float repr is 24 characters).
@@ -463,6 +464,7 @@ class ExpositionParser:
                  max_line_length: int | None = None, max_lines: int | None = None) -> None:
         self._max_value = max_label_value_length
         self._max_series = max_series_bytes
+        self._series_chars = sys.maxsize if max_series_bytes is None else max_series_bytes // 4
         self._max_page = max_page_series_bytes
         self._max_line = max_line_length
         self._max_lines = max_lines
@@ -568,8 +570,8 @@ class ExpositionParser:
             self._metadata(line, om)
             return False
         cache = self._caches[om]
-        sample = self._timestamped(line, cache, om)
-        if sample is not None:
+        known = cache.get(line.rpartition(" ")[0].rpartition(" ")[0])  # 'series value timestamp'?
+        if known is not None and (sample := self._timestamped(known, line, om)) is not None:
             out.append(sample)
             return False
         simple = _SIMPLE_LINE_RE.match(line)
@@ -579,7 +581,8 @@ class ExpositionParser:
             series = line[: simple.start(3) - 1]
             entry = cache.get(series)
             if entry is None:
-                self._check_series(series)
+                if len(series) > self._series_chars:
+                    self._check_series(series)
                 sample = Sample(name, Labels(_labels_of(block, self._max_value) if block else ()), value, None)
                 self._remember(series, [name, sample.labels, vtok, sample], om, lines, lineno)
             else:
@@ -587,7 +590,8 @@ class ExpositionParser:
             out.append(sample)
             return False
         p = _parse_sample_line(line, om=om, max_value=self._max_value)
-        self._check_series(line[: p.series_end])
+        if p.series_end > self._series_chars:
+            self._check_series(line[: p.series_end])
         if p.exemplar and not _exemplar_allowed(p.name, self._family, om=om):
             raise _LineError(f"exemplar on {_quote(p.name)}, a sample that cannot have one (only a counter's "
                              "_total and a histogram's _bucket can)")
@@ -615,36 +619,38 @@ class ExpositionParser:
             self._family = family
 
     @staticmethod
-    def _timestamped(line: str, cache: dict[str, list[Any]], om: bool) -> Sample | None:
-        """A known series with a value and a timestamp ('series value timestamp'), or None.
+    def _timestamped(known: list[Any], line: str, om: bool) -> Sample | None:
+        """The line as the ``known`` series with a value and a timestamp, or None.
 
         Only when the grammar reads the line so: both tokens free of whitespace, the first not a
         label set (``x {a="b"} 2`` after a cached ``x`` is series ``x{a="b"}``, not ``x`` at
         ``{a="b"}``) and both numbers; anything else is left to the full parse, which says why.
         """
         head, _, last = line.rpartition(" ")
-        series, _, vtok = head.rpartition(" ")
-        hit = cache.get(series)
-        if (hit is None or not vtok or not last or vtok[0] == "{" or "#" in line
+        vtok = head.rpartition(" ")[2]
+        if (not vtok or not last or vtok[0] == "{" or "#" in line
                 or not vtok.isprintable() or not last.isprintable()):
             return None
         try:
-            return Sample(hit[0], hit[1], _parse_float(vtok, "sample value"), _parse_timestamp(last, om=om))
+            return Sample(known[0], known[1], _parse_float(vtok, "sample value"), _parse_timestamp(last, om=om))
         except _LineError:
             return None
 
     def _check_series(self, text: str) -> None:
-        """Refuse a series whose text (name and label set as written) is over the byte budget."""
+        """Refuse a series whose text (name and label set as written) is over the byte budget.
+
+        Called only past ``_series_chars`` characters (a quarter of the budget: 4 bytes a character
+        at most), so a normal series costs one comparison.
+        """
         limit = self._max_series
-        if limit is not None and len(text) * 4 > limit:  # cheap pre-check; exact in bytes below
-            size = _utf8_len(text)
-            if size > limit:
-                raise _LineError(f"series of {size:,} bytes (name and labels) exceeds the limit of {limit:,}")
+        size = _utf8_len(text)
+        if limit is not None and size > limit:
+            raise _LineError(f"series of {size:,} bytes (name and labels) exceeds the limit of {limit:,}")
 
     def _remember(self, key: str, entry: list[Any], om: bool, lines: list[str], lineno: int) -> None:
         """Cache a new series, within the page's byte budget (series of earlier pages go first)."""
         cache = self._caches[om]
-        size = _utf8_len(key)
+        size = len(key) if key.isascii() else _utf8_len(key)
         limit = self._max_page
         if limit is not None and self._held[om] + size > limit:
             self._keep_only(lines[:lineno], om)
