@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import threading
 
+from ptmon.exporters import _build
+
 __all__ = ["Cumulative"]
 
 
 class Cumulative:
     """The last total seen; thread-safe."""
 
-    __slots__ = ("_last", "_lock")
+    __slots__ = ("_last", "_lock", "__weakref__")
 
     def __init__(self) -> None:
         self._last: float | None = None
         self._lock = threading.Lock()
+        _build.fork_safe(self, "_lock")
 
     def advance(self, total: float) -> float:
         """The increment that brings a counter from the previous total to ``total`` (>= 0)."""

@@ -23,10 +23,12 @@ import logging
 import math
 import os
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Mapping
 
+from ptmon.exporters import _build
 from ptmon.exporters.schema import DEFAULT_GPU_HOUR_PRICE
 
 __all__ = ["ENV_RUN", "ENV_GPUS", "ENV_PRICE", "UNKNOWN", "resolve_run", "resolve_label", "resolve_gpus",
@@ -40,6 +42,7 @@ ENV_PRICE = "PTMON_GPU_HOUR_PRICE"
 UNKNOWN = "unknown"
 
 _lock = threading.Lock()
+_build.fork_safe(sys.modules[__name__], "_lock")
 _generated_run: str | None = None
 _logged: set[str] = set()
 # Whether an exporter of this process already holds the process-wide GPU count (PTMON_GPUS).

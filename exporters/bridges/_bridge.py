@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from ptmon.exporters import _build
 from ptmon.exporters._identity import as_number, process_metrics
 from ptmon.exporters.bridges._detect import detect
 from ptmon.exporters.bridges._table import Key, Table
@@ -95,6 +96,7 @@ class MetricsBridge:
         self._per_step = rollouts_per_step
         self._step = _Step(None)
         self._lock = threading.Lock()
+        _build.fork_safe(self, "_lock")
         self._warned = False
         self._told_count = False
         self._table: Table | None = None

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ptmon.exporters import _defaults
+from ptmon.exporters import _build, _defaults
 from ptmon.exporters._identity import as_number, process_metrics
 from ptmon.exporters.bridges.tables.trl import TABLE
 from ptmon.exporters.colocated import Colocated
@@ -82,6 +82,7 @@ class PtmonCallback:
         self._last_logged_step = 0
         self._per_step = 0.0
         self._lock = threading.Lock()
+        _build.fork_safe(self, "_lock")
         self._warned = False
 
     @property

@@ -50,6 +50,8 @@ def main(forks: int, *, deadline_s: float = 10.0) -> dict[str, int]:
                 rollout.record_rollout(env=f"env{n % 50}", tokens=10, reward=0.5, seconds=1.0, policy_version=n)
             else:
                 trainer.set_gpus(n % 3)
+                trainer.record(tokens_total=n, loss=0.1)  # a running total: the Cumulative's lock
+                trainer.record_dropped(reason="stale")
                 generate_latest(registry)  # a scrape: the registry's and every collector's locks
 
     threads = [threading.Thread(target=busy, args=(i,), daemon=True) for i in range(3)]
@@ -83,7 +85,8 @@ def _child(rollout: RolloutExporter, trainer: TrainerExporter, evals: EvalExport
         rollout.set_gpus(1)
         rollout.record_rollout(env="child", tokens=7, reward=1.0, seconds=0.5)
         with trainer.step():
-            trainer.record(tokens=3, loss=0.5)
+            trainer.record(tokens_total=10**9, loss=0.5)
+        trainer.record_dropped(reason="stale")
         evals.record_eval(benchmark="b", score=0.5)
         text = generate_latest(registry).decode()
         server.close()
