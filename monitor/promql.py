@@ -5,7 +5,7 @@ histogram_quantile run in Prometheus, next to the data, so a fleet of hundreds
 of targets costs ptmon one small answer a poll); the shipped recording rules,
 alerting rules and Grafana dashboard (``ptmon.monitor.deploy``) are generated from
 the same functions. A Grafana panel, a recorded series and the TUI therefore
-compute a number the same way, and DESIGN.md's definitions hold for all three.
+compute a number the same way, by README.md's "What the numbers mean".
 
 Names come from ``ptmon.exporters.schema``; only the canonical exposition names are
 used (``posttrain_rollouts_total``, which every prometheus_client version
@@ -104,7 +104,7 @@ def _run_by(by: Sequence[str], per_run: bool) -> tuple[str, ...]:
 
 def counter(spec: MetricSpec, matchers: str = "") -> str:
     """A counter's selector under both names it may be exposed as: ``x_total`` (prometheus_client, OpenMetrics)
-    and bare ``x`` (DESIGN.md: accept both), so an exporter written against either is counted."""
+    and bare ``x`` (ptmon accepts both), so an exporter written against either is counted."""
     if spec.kind != "counter":
         raise ValueError(f"{spec.name} is a {spec.kind}, not a counter")
     names = "|".join(schema.counter_aliases(spec.name))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ptmon.exporters import schema
+from ptmon.monitor.exposed import exposed_names
 
 __all__ = ["detect_role", "run_info_names", "label_ci"]
 
@@ -20,13 +21,11 @@ __all__ = ["detect_role", "run_info_names", "label_ci"]
 _RUN_INFO_NAMES = (schema.RUN_INFO.name, schema.RUN_INFO.name + "_info")
 
 _TRAINER_NAMES = frozenset(
-    n
-    for spec in (schema.TRAINER_STEPS, schema.POLICY_VERSION, schema.TRAINER_LAST_STEP_TIMESTAMP)
-    for n in (schema.counter_aliases(spec.name) if spec.kind == "counter" else (spec.name,))
+    n for spec in (schema.TRAINER_STEPS, schema.POLICY_VERSION, schema.TRAINER_LAST_STEP_TIMESTAMP)
+    for n in exposed_names(spec)
 ) | {schema.WEIGHT_SYNC_SECONDS.count}
 _ROLLOUT_NAMES = frozenset(
-    (*schema.counter_aliases(schema.ROLLOUTS.name), *schema.counter_aliases(schema.ROLLOUT_TOKENS.name),
-     schema.ROLLOUT_POLICY_VERSION.name)
+    n for spec in (schema.ROLLOUTS, schema.ROLLOUT_TOKENS, schema.ROLLOUT_POLICY_VERSION) for n in exposed_names(spec)
 )
 _EVAL_NAMES = frozenset((schema.EVAL_SCORE.name,))
 

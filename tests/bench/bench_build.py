@@ -130,9 +130,18 @@ def fill_fleet(*, workers: int, history: int, code: Code | None = None, capacity
 
 
 def same_numbers(a: Any, b: Any) -> list[str]:
-    """Fields both Dashboards have whose values differ (a field only one version has is not compared)."""
+    """Fields both Dashboards have whose values differ (a field only one version has is not compared, at
+    any depth: a target's health that gained a field is still compared on the others)."""
     da, db = dataclasses.asdict(a), dataclasses.asdict(b)
-    return [f"{k}: {da[k]!r} != {db[k]!r}" for k in sorted(da.keys() & db.keys()) if da[k] != db[k]]
+    return [f"{k}: {da[k]!r} != {db[k]!r}" for k in sorted(da.keys() & db.keys()) if not _alike(da[k], db[k])]
+
+
+def _alike(x: Any, y: Any) -> bool:
+    if isinstance(x, dict) and isinstance(y, dict):
+        return all(_alike(x[k], y[k]) for k in x.keys() & y.keys())
+    if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+        return len(x) == len(y) and all(_alike(p, q) for p, q in zip(x, y, strict=True))
+    return bool(x == y)
 
 
 def _floor(c: Code, store: Any, start: float, end: float) -> float:
