@@ -91,7 +91,7 @@ def test_recording_rule_names_follow_the_prometheus_convention() -> None:
         assert re.fullmatch(r"[a-z_]+:[a-z_]+:[a-z0-9_]+", name), name
     assert {"run:rollouts_per_second:rate5m", "run:weight_sync_seconds:p99_5m",
             "run:staleness_versions:max", "run:spend_dollars:total", "run:burn_dollars_per_hour:rate5m",
-            "run_benchmark:intelligence_per_kilodollar:delta2h"} <= set(names)
+            "run_benchmark:intelligence_per_kilodollar:slope2h"} <= set(names)
 
 
 def test_every_number_of_a_run_is_grouped_by_run_and_its_alerts_name_it() -> None:
