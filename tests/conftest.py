@@ -389,12 +389,13 @@ class VMAlertServer(_QueryAPI, _ServerProcess):
 
 
 class PushgatewayServer(_ServerProcess):
-    """A Pushgateway (no persistence file: a killed one forgets its groups, as one without a volume does)."""
+    """A Pushgateway without a persistence file: a killed one forgets its groups, as one without a volume
+    does (Debian's default file, /var/lib/prometheus/pushgateway.data, would carry groups between tests)."""
 
     name = "pushgateway"
 
     def _argv(self, port: int) -> list[str]:
-        return [f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]
+        return [f"--web.listen-address=127.0.0.1:{port}", "--persistence.file=", "--log.level=warn"]
 
     @property
     def address(self) -> str:
