@@ -285,6 +285,10 @@ class PrometheusSource(Poller[_ServerState]):
         again when a kept-alive connection turns out closed."""
         client = self._client(_TLS_KEY)
         async with fetching(timeout):
+            # nocache=1: VictoriaMetrics otherwise answers a query within -search.latencyOffset (30 s) of now
+            # as of 30 s ago, mixing old server numbers with current raw samples on one screen; Prometheus
+            # ignores the parameter (issue 14).
+            params = {**params, "nocache": "1"}
             request = client.build_request("GET", self._base + path, params=params,
                                            headers={"Accept-Encoding": "gzip"}, timeout=timeout)
             response = await client.send(request, auth=self._auth, stream=True)

@@ -159,10 +159,12 @@ class RemoteTargets:
             if by_ts is None:
                 by_ts = data[key] = {}
             floor = self._remotes[key].ingested_ts  # older points came in an earlier, overlapping poll
+            # Non-finite points are left out: VictoriaMetrics's raw answers carry Prometheus's staleness
+            # markers (NaN) where a series paused, and a NaN in a counter hid its restart (issue 14).
             try:
-                fresh = [(t, float(v)) for ts, v in values if (t := float(ts)) > floor]
+                fresh = [(t, x) for ts, v in values if (t := float(ts)) > floor and math.isfinite(x := float(v))]
             except (TypeError, ValueError):  # a malformed pair: keep the good ones
-                fresh = [(t, v) for t, v in points(values) if t > floor]
+                fresh = [(t, v) for t, v in points(values) if t > floor and math.isfinite(v)]
             for ts, v in fresh:
                 group = by_ts.get(ts)
                 if group is None:
