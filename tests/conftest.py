@@ -381,7 +381,10 @@ class VMAlertServer(_QueryAPI, _ServerProcess):
         self.flags = tuple(flags)
 
     def _argv(self, port: int) -> list[str]:
-        return [f"-datasource.url={self.datasource}", f"-remoteWrite.url={self.datasource}",
+        # nocache=1 on every query, as the shipped victoria-metrics.yml says to run it: VictoriaMetrics
+        # otherwise answers a query within -search.latencyOffset (30 s) of now as of 30 s ago, and every
+        # alert would fire half a minute late. vmalert keeps a query string of the datasource URL.
+        return [f"-datasource.url={self.datasource}/?nocache=1", f"-remoteWrite.url={self.datasource}",
                 f"-remoteRead.url={self.datasource}", f"-notifier.url={self.notifier}",
                 *(f"-rule={path}" for path in self.rule_files),
                 f"-evaluationInterval={int(self.evaluation_interval * 1000)}ms",

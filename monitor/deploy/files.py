@@ -129,9 +129,11 @@ The same jobs as {PROMETHEUS_CONFIG}, without the fields VictoriaMetrics refuses
 evaluation_interval, file_sd refresh_interval). Use:
   victoria-metrics -promscrape.config=/path/to/this/{VM_CONFIG} -promscrape.fileSDCheckInterval=30s
 (the flag makes it re-read the target files every 30 s, as Prometheus does; its default is 5 minutes),
-and for the rules and alerts, vmalert against it (5 s, the scrape interval; it writes recorded series back):
-  vmalert -datasource.url=http://VM:8428 -remoteWrite.url=http://VM:8428 -remoteRead.url=http://VM:8428 \\
-    -notifier.url=http://alertmanager:9093 -rule={RULES_FILE} -rule={ALERTS_FILE} -evaluationInterval=5s
+and for the rules and alerts, vmalert against it (5 s, the scrape interval; it writes recorded series back;
+nocache=1, or VictoriaMetrics answers each rule as of 30 s ago, its -search.latencyOffset):
+  vmalert -datasource.url='http://VM:8428/?nocache=1' -remoteWrite.url=http://VM:8428 \\
+    -remoteRead.url=http://VM:8428 -notifier.url=http://alertmanager:9093 -rule={RULES_FILE} -rule={ALERTS_FILE} \\
+    -evaluationInterval=5s
 {_TARGETS_NOTE}"""
     config = {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_INTERVAL},

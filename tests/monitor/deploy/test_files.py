@@ -166,6 +166,7 @@ def test_both_scrape_configs_hold_the_same_jobs_and_only_prometheus_has_its_own_
         assert f"{field}:" not in "\n".join(line for line in vm.splitlines() if not line.startswith("#"))
     assert _uncommented_jobs(prometheus) == _uncommented_jobs(vm)
     assert "-promscrape.fileSDCheckInterval=30s" in vm and f"-rule={RULES_FILE} -rule={ALERTS_FILE}" in vm
+    assert "-datasource.url='http://VM:8428/?nocache=1'" in vm  # else every rule is evaluated 30 s late
 
 
 def test_the_commented_pushgateway_job_honors_the_pushed_labels() -> None:
