@@ -313,4 +313,23 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
         _RUN_NAME + "{{ $labels.benchmark }} score {{ $value | printf \"%.3g\" }} is more than " + drop
         + " below its best of the last day",
         "The run's latest eval score regressed from the best one seen in the last day."))
+    rules.append(_eval_stale_rule(th))
     return rules
+
+
+def _eval_stale_rule(th: Thresholds) -> AlertRule:
+    """The newest push of a run's eval groups to a Pushgateway is older than ``eval_push_max_age_s``.
+
+    Read over the last day, as the TUI's store keeps a gateway's last push once it is gone: a dead gateway's
+    series go stale in Prometheus, and an alert reading only fresh ones would stop exactly then. A group
+    counts when it holds an eval score (its push time and score share every label but ``benchmark``).
+    """
+    w = _BEST_SCORE_WINDOW
+    pushed = (f"(last_over_time({schema.PUSHGATEWAY_PUSH_TIME}[{w}]) and ignoring ({schema.LABEL_BENCHMARK}) "
+              f"last_over_time({schema.EVAL_SCORE.name}[{w}]))")
+    limit = _n(th.eval_push_max_age_s)
+    return AlertRule(
+        "PtmonEvalStale", "eval_stale", "warning",
+        f"time() - max by ({_RUN}) ({promql.with_run(pushed, seen=w)}) > {limit}",
+        _RUN_NAME + "last eval pushed {{ $value | humanizeDuration }} ago (over " + limit + " s)",
+        "The newest eval group the run pushed to a Pushgateway is older than the limit: is the eval job running?")
