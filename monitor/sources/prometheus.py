@@ -81,7 +81,8 @@ def series_selector(prefixes: tuple[str, ...] = PREFIXES, *, exclude: tuple[str,
     for p in (*prefixes, *exclude):
         if not all(c.isalnum() or c in "_:" for c in p):  # no regex or quoting needed for these
             raise ValueError(f"metric name or prefix {p!r}: only letters, digits, '_' and ':'")
-    alternatives = [f"{p}.*" for p in prefixes] + sorted(schema.PROMETHEUS_SCRAPE_SERIES)
+    alternatives = [f"{p}.*" for p in prefixes] + sorted(
+        (*schema.PROMETHEUS_SCRAPE_SERIES, schema.PUSHGATEWAY_PUSH_TIME, schema.PUSHGATEWAY_BUILD_INFO))
     selector = '{__name__=~"' + "|".join(alternatives) + '"'
     if exclude:
         selector += ', __name__!~"' + "|".join(exclude) + '"'
