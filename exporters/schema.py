@@ -321,6 +321,11 @@ PROMETHEUS_UP: Final = "up"
 PROMETHEUS_SCRAPE_DURATION: Final = "scrape_duration_seconds"
 PROMETHEUS_SCRAPE_SAMPLES: Final = "scrape_samples_scraped"
 PROMETHEUS_SCRAPE_SERIES: Final = (PROMETHEUS_UP, PROMETHEUS_SCRAPE_DURATION, PROMETHEUS_SCRAPE_SAMPLES)
+# Series a Pushgateway writes: each group's last successful push (unix time), labelled with the group's grouping
+# key (and job, instance) like every series pushed in it; and its own build info, which tells the gateway target
+# (scraped with honor_labels) from the groups it carries.
+PUSHGATEWAY_PUSH_TIME: Final = "push_time_seconds"
+PUSHGATEWAY_BUILD_INFO: Final = "pushgateway_build_info"
 # A target label naming a target in `ptmon watch --prometheus` (the demo's file_sd and the shipped config set it).
 TARGET_NAME_LABEL: Final = "ptmon_name"
 # The demo's jobs, one per role: posttrain-trainer, posttrain-rollout, posttrain-eval.
@@ -335,6 +340,8 @@ __all__ += [
     "PROMETHEUS_SCRAPE_DURATION",
     "PROMETHEUS_SCRAPE_SAMPLES",
     "PROMETHEUS_SCRAPE_SERIES",
+    "PUSHGATEWAY_PUSH_TIME",
+    "PUSHGATEWAY_BUILD_INFO",
     "TARGET_NAME_LABEL",
     "DEMO_JOB_PREFIX",
     "OWN_PREFIX",

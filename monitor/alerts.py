@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 from ptmon.exporters import schema
 from ptmon.monitor.dashboard import Alert, Dashboard, Level
+from ptmon.monitor.format import fmt_duration
 from ptmon.monitor.settings import RECENT_RATE_S, Thresholds
 
 __all__ = ["evaluate", "RULES", "RULE_CARDS", "recent_rollout_rate", "stall_limit_s"]
@@ -32,6 +33,7 @@ RULE_CARDS: Mapping[str, str | None] = MappingProxyType({
     "rollout_rate_drop": "rollout",
     "marginal_ipd": "ipd",
     "eval_regression": "ipd",
+    "eval_stale": "ipd",
 })
 RULES = tuple(RULE_CARDS)
 
@@ -121,6 +123,15 @@ def _candidates(d: Dashboard, th: Thresholds, marginal_k: int) -> Iterable[tuple
                    f"below the best so far ({_fmt(best.score)})", d.benchmark)
 
 
+def _stale_push(d: Dashboard, th: Thresholds) -> Iterable[tuple[str, Level, str, str | None]]:
+    """The newest eval pushed to a Pushgateway is older than ``eval_push_max_age_s``: the eval job stopped."""
+    if d.eval_pushed_at is not None and d.now - d.eval_pushed_at > th.eval_push_max_age_s:
+        yield ("eval_stale", "warn",
+               f"last eval pushed {fmt_duration(d.now - d.eval_pushed_at)} ago "
+               f"(over {fmt_duration(th.eval_push_max_age_s)}): "
+               "is the eval job still running?", None)
+
+
 def evaluate(dashboard: Dashboard, thresholds: Thresholds, *, previous: Iterable[Alert] = (),
              marginal_k: int = 5) -> tuple[Alert, ...]:
     """The alerts firing on ``dashboard``, critical first.
@@ -132,6 +143,7 @@ def evaluate(dashboard: Dashboard, thresholds: Thresholds, *, previous: Iterable
     since = {(a.name, a.subject): a.since for a in previous}
     alerts = [Alert(name=name, level=level, message=message, since=since.get((name, subject), dashboard.now),
                     subject=subject)
-              for name, level, message, subject in _candidates(dashboard, thresholds, marginal_k)]
+              for name, level, message, subject in (*_candidates(dashboard, thresholds, marginal_k),
+                                                    *_stale_push(dashboard, thresholds))]
     alerts.sort(key=lambda a: (a.level != "critical", a.name, a.subject or ""))
     return tuple(alerts)

@@ -329,7 +329,7 @@ _THRESHOLD_RULES = {
     "weight_sync_p99_warn_s": "positive", "weight_sync_p99_critical_s": "positive",
     "staleness_warn": "nonneg", "staleness_critical": "nonneg",
     "stall_min_s": "nonneg", "stall_factor": "positive",
-    "rollout_drop_ratio": "fraction", "eval_regression_points": "nonneg",
+    "rollout_drop_ratio": "fraction", "eval_regression_points": "nonneg", "eval_push_max_age_s": "positive",
 }
 _WARN_CRITICAL = (("weight_sync_p99_warn_s", "weight_sync_p99_critical_s"), ("staleness_warn", "staleness_critical"))
 

@@ -73,6 +73,7 @@ class EvalPoint:
     score: float
     policy_version: float | None = None
     samples: float | None = None
+    pushed: bool = False  # came through a Pushgateway: ``timestamp`` is its group's push time
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +158,7 @@ class Dashboard:
     ipd_points_per_kilodollar: float | None = None
     marginal_ipd_points_per_kilodollar: float | None = None
     dollars_per_next_point: float | None = None
+    eval_pushed_at: float | None = None  # the last push of an eval group to a Pushgateway (push_time_seconds)
 
     # chart series over the window
     eval_curve: tuple[EvalPoint, ...] = ()

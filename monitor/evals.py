@@ -24,11 +24,11 @@ from ptmon.monitor.settings import Settings
 from ptmon.monitor.store import Series, Store
 from ptmon.monitor.targets import target_roles
 
-__all__ = ["Baseline", "EvalLog", "observe_evals", "MAX_EVALS_PER_BENCHMARK"]
+__all__ = ["Baseline", "EvalLog", "observe_evals", "latest_push", "MAX_EVALS_PER_BENCHMARK"]
 
 MAX_EVALS_PER_BENCHMARK = 10_000
 
-_Key = tuple[str, str]  # (target, benchmark)
+_Key = tuple[str, tuple[tuple[str, str], ...]]  # (target, a score series' labels: benchmark and grouping key)
 _Read = tuple[float, float, float | None]  # (time read up to, last score, last policy version)
 
 
@@ -88,37 +88,93 @@ class _Spend:
         return dollars if dollars is not None and math.isfinite(dollars) else None
 
 
-def _by_benchmark(store: Store, target: str, name: str) -> dict[str, Series]:
-    return {s.labels.get(schema.LABEL_BENCHMARK, ""): s for s in store.series(target, name)}
+def _group(labels: Mapping[str, str], own: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """A series' labels but its metric's own: the labels every series of its group (one exporter's registry,
+    one Pushgateway group with its grouping key) has alike."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in own))
+
+
+def _push_times(store: Store, target: str) -> dict[tuple[tuple[str, str], ...], Series]:
+    """A Pushgateway's ``push_time_seconds`` per group on ``target`` (none where nothing was pushed)."""
+    return {_group(s.labels, ()): s for s in store.series(target, schema.PUSHGATEWAY_PUSH_TIME)}
+
+
+def _pushed_at(push: Series | None, t: float) -> float | None:
+    """When the group holding a point scraped at ``t`` was pushed: its push time at that scrape."""
+    if push is None:
+        return None
+    value = push.value_at(t)
+    if value is None:
+        held = push.points(None, t)
+        value = held[-1][1] if held else None
+    return value if value is not None and math.isfinite(value) and 0 < value <= t + 1.0 else None
+
+
+def _series_evals(series: Series, version: Series | None, samples: Series | None, push: Series | None,
+                  read: _Read) -> tuple[list[EvalPoint], _Read] | None:
+    """The evals of one score series after its read position (spend not placed), and its next position.
+
+    An eval is a change of the score or its policy version (the first value seen counts as one), timed by
+    its group's push when it came through a Pushgateway (a group pushed an hour ago and scraped now is an
+    eval of an hour ago), else by the scrape that saw it.
+    """
+    since, last_score, last_version = read
+    pts = in_window(series, since, math.inf)
+    if not pts:
+        return None
+    ver = dict(in_window(version, since, math.inf)) if version is not None else {}
+    smp = dict(in_window(samples, since, math.inf)) if samples is not None else {}
+    out: list[EvalPoint] = []
+    for t, score in pts:
+        if not math.isfinite(score):  # NaN would differ from itself: a new "eval" every scrape
+            continue
+        v = ver.get(t, last_version)
+        if score != last_score or v != last_version:
+            pushed = _pushed_at(push, t)
+            out.append(EvalPoint(timestamp=t if pushed is None else pushed, spend_dollars=math.nan, score=score,
+                                 policy_version=v, samples=smp.get(t), pushed=pushed is not None))
+        last_score, last_version = score, v
+    return out, (pts[-1][0], last_score, last_version)
 
 
 def _new_evals(store: Store, read: Mapping[_Key, _Read]) -> tuple[dict[_Key, list[EvalPoint]], dict[_Key, _Read]]:
-    """Evals (spend not placed yet) stored after each series' read position, and the positions after them."""
+    """Evals (spend not placed yet) stored after each series' read position, and the positions after them.
+
+    Per score series, every label set on its own: a Pushgateway holds one group per grouping key (a run,
+    a checkpoint), each with the same benchmark, and read together they would re-read each other's points
+    as a new eval every scrape. A series' policy version and samples are the ones with its labels.
+    """
     new: dict[_Key, list[EvalPoint]] = {}
     read_next: dict[_Key, _Read] = {}
     for target in store.targets():
-        versions = _by_benchmark(store, target, schema.EVAL_POLICY_VERSION.name)
-        samples = _by_benchmark(store, target, schema.EVAL_SAMPLES.name)
+        versions = {_group(s.labels, ()): s for s in store.series(target, schema.EVAL_POLICY_VERSION.name)}
+        samples = {_group(s.labels, ()): s for s in store.series(target, schema.EVAL_SAMPLES.name)}
+        pushes = _push_times(store, target)
         for series in store.series(target, schema.EVAL_SCORE.name):
-            bench = series.labels.get(schema.LABEL_BENCHMARK, "")
-            key = (target, bench)
-            since, last_score, last_version = read.get(key, (-math.inf, math.nan, None))
-            pts = in_window(series, since, math.inf)
-            if not pts:
+            labels = _group(series.labels, ())
+            key = (target, labels)
+            found = _series_evals(series, versions.get(labels), samples.get(labels),
+                                  pushes.get(_group(series.labels, schema.EVAL_SCORE.labels)),
+                                  read.get(key, (-math.inf, math.nan, None)))
+            if found is None:
                 continue
-            ver = dict(in_window(versions[bench], since, math.inf)) if bench in versions else {}
-            smp = dict(in_window(samples[bench], since, math.inf)) if bench in samples else {}
-            for t, score in pts:
-                if not math.isfinite(score):  # NaN would differ from itself: a new "eval" every scrape
-                    continue
-                version = ver.get(t, last_version)
-                if score != last_score or version != last_version:
-                    new.setdefault(key, []).append(
-                        EvalPoint(timestamp=t, spend_dollars=math.nan, score=score, policy_version=version,
-                                  samples=smp.get(t)))
-                last_score, last_version = score, version
-            read_next[key] = (pts[-1][0], last_score, last_version)
+            points, read_next[key] = found
+            if points:
+                new[key] = points
     return new, read_next
+
+
+def latest_push(store: Store) -> float | None:
+    """The newest push time of a Pushgateway group that holds an eval score, on any target; None when no
+    eval came through a gateway. It stays put once the gateway is gone, so its age keeps growing."""
+    newest: float | None = None
+    for target in store.targets():
+        groups = {_group(s.labels, schema.EVAL_SCORE.labels) for s in store.series(target, schema.EVAL_SCORE.name)}
+        for group, push in _push_times(store, target).items():
+            last = push.last()
+            if group in groups and last is not None and math.isfinite(last[1]) and last[1] > 0:
+                newest = last[1] if newest is None else max(newest, last[1])
+    return newest
 
 
 def observe_evals(store: Store, settings: Settings, *, previous: EvalLog | None = None) -> EvalLog:
@@ -145,7 +201,7 @@ def observe_evals(store: Store, settings: Settings, *, previous: EvalLog | None 
             continue
         read[key] = advanced
         if placed:
-            bench = key[1]
+            bench = dict(key[1]).get(schema.LABEL_BENCHMARK, "")
             merged = sorted((*evals.get(bench, ()), *placed), key=lambda p: p.timestamp)
             evals[bench] = tuple(merged[-MAX_EVALS_PER_BENCHMARK:])
     return EvalLog(evals=MappingProxyType(evals), read=MappingProxyType(read))

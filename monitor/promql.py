@@ -35,6 +35,8 @@ __all__ = [
     "step_seconds_mean",
     "engine_tokens_rate",
     "gpus_by_role",
+    "counter_slope",
+    "counter_increase",
     "burn_dollars_per_hour",
     "spend_dollars",
     "staleness_max",
@@ -73,6 +75,11 @@ def _selector(name: str, matchers: str = "") -> str:
     return f"{name}{{{matchers}}}" if matchers else name
 
 
+def _run_info(*, seen: float | str | None, runs: str) -> str:
+    info = _selector(schema.RUN_INFO.name, runs)
+    return info if seen is None else f"last_over_time({info}[{_window(seen)}])"
+
+
 def run_join(*, seen: float | str | None = None, runs: str = "") -> str:
     """The right-hand side that puts each target's ``run`` on a per-target series: append it after ``*``.
 
@@ -85,17 +92,41 @@ def run_join(*, seen: float | str | None = None, runs: str = "") -> str:
     fail with a many-to-many error. ``seen`` reads run info over that window
     (``last_over_time``), so a target that went down keeps its run; ``runs``
     are matchers on run info (a Grafana ``run=~"$run"`` filter).
+    ``with_run`` is what the rules use: this join plus the series that carry
+    a ``run`` of their own.
     """
-    info = _selector(schema.RUN_INFO.name, runs)
-    if seen is not None:
-        info = f"last_over_time({info}[{_window(seen)}])"
     by = ", ".join(TARGET_BY)
-    return f"on ({by}) group_left ({RUN_LABEL}) topk by ({by}) (1, {info})"
+    return f"on ({by}) group_left ({RUN_LABEL}) topk by ({by}) (1, {_run_info(seen=seen, runs=runs)})"
+
+
+def _own_run_targets() -> str:
+    """(job, instance) of the targets whose series carry a ``run`` of their own: a Pushgateway's groups
+    pushed with ``run`` in their grouping key (run info carries ``run`` everywhere, so it is left out)."""
+    name = schema.RUN_INFO.name
+    return f'{{__name__=~"{name.split("_")[0]}_.+", __name__!="{name}", {RUN_LABEL}!=""}}'
 
 
 def with_run(term: str, *, seen: float | str | None = None, runs: str = "") -> str:
-    """``term`` (one selector or function call, or parenthesised) with its target's ``run`` label added."""
-    return f"{term} * {run_join(seen=seen, runs=runs)}"
+    """``term`` (one selector or function call, or parenthesised) with its target's ``run`` label added.
+
+    The result is an ``or`` of two branches: use it as a function's argument
+    (``sum by (run) (...)``), or parenthesise it.
+
+    A Pushgateway is one target holding many groups, often of several runs:
+    pushed with ``run`` in the grouping key, each group's series carry that
+    ``run`` themselves (its run info too). Those keep their own run, matched
+    to run info of the same run on the same target (one per run: ``group
+    by``), so two runs on one gateway are two runs. Every other target's
+    series get the run of the target's run info (``run_join``). A target
+    with series of their own run is kept out of that second branch as a
+    whole (``unless``): copying one run-info's ``run`` over its groups would
+    give two groups one label set, an error that stops the rule for every run.
+    """
+    by = ", ".join(TARGET_BY)
+    info = _run_info(seen=seen, runs=runs)
+    own = f"{term} * on ({by}, {RUN_LABEL}) group_left () group by ({by}, {RUN_LABEL}) ({info})"
+    others = f"({term} unless on ({by}) {_own_run_targets()})"
+    return f"{own} or {others} * {run_join(seen=seen, runs=runs)}"
 
 
 def _run_by(by: Sequence[str], per_run: bool) -> tuple[str, ...]:
@@ -179,16 +210,59 @@ def gpus_by_role(window: float | str) -> str:
 
 
 def _price_join() -> str:
-    return f"on ({', '.join((*TARGET_BY, schema.LABEL_ROLE))}) group_left () {schema.GPU_HOUR_PRICE.name}"
+    """Each GPU-seconds series times the price gauge with exactly its labels (the same exporter's, same role).
+
+    Matching on every label, not on (job, instance, role): a Pushgateway is
+    one (job, instance) holding many groups, each with its own price, and a
+    price joined on (job, instance, role) there is a many-to-many error that
+    stops every spend rule of every run. The same labels are one group's own.
+    """
+    return f"ignoring () group_left () {schema.GPU_HOUR_PRICE.name}"
+
+
+def _young_or_old(selector: str, window: str, *, old: str, young: str) -> str:
+    """``old`` for a series that had a sample ``window`` ago, else (it started inside the window) ``young``.
+
+    PromQL's ``rate``/``increase`` extrapolate a series that starts inside the
+    range from its first sample; MetricsQL's count it from 0 (and ``rate``
+    divides by the time sampled, not the range). The two engines agree only
+    where a sample precedes the range, so a young series gets an expression
+    both read alike; one with a counter reset in the window falls back to
+    ``old`` (a restart's earlier count must not vanish).
+    """
+    return (f"({old} and {selector} offset {window}) or ({young} unless resets({selector}[{window}]) > 0) "
+            f"or {old}")
+
+
+def counter_slope(spec: MetricSpec, window: float | str, *, matchers: str = "") -> str:
+    """Per-second increase of a counter over the window, the same on Prometheus and VictoriaMetrics.
+
+    ``rate`` where the series is older than the window; for a younger one,
+    the least-squares slope of its samples (``deriv``: both engines fit the
+    same points), which for a counter growing steadily (GPU-seconds) is its rate.
+    """
+    sel, w = counter(spec, matchers), _window(window)
+    return _young_or_old(sel, w, old=f"rate({sel}[{w}])", young=f"deriv({sel}[{w}])")
+
+
+def counter_increase(spec: MetricSpec, window: float | str, *, matchers: str = "") -> str:
+    """A counter's increase over the window, the same on Prometheus and VictoriaMetrics.
+
+    ``increase`` where the series is older than the window; for a younger
+    one, its value (the exporters' counters start at 0 with the process, so
+    that is the increase since it started).
+    """
+    sel, w = counter(spec, matchers), _window(window)
+    return _young_or_old(sel, w, old=f"increase({sel}[{w}])", young=f"({sel} + 0)")
 
 
 def burn_dollars_per_hour(window: float | str, *, per_run: bool = False, runs: str = "") -> str:
-    """$/h now: GPUs in use (rate of GPU-seconds) times each role's price per GPU-hour, summed.
+    """$/h now: GPUs in use (slope of GPU-seconds) times each role's price per GPU-hour, summed.
 
     The price is the exporters' gauge; ptmon applies its own config overrides
     to ``gpus_by_role`` instead, which a rule cannot know. ``per_run``: $/h of each run.
     """
-    inner = f"rate({counter(schema.GPU_SECONDS)}[{_window(window)}]) * {_price_join()}"
+    inner = f"({counter_slope(schema.GPU_SECONDS, window)}) * {_price_join()}"
     if per_run:
         return f"{_by(_run_by((), True))}({with_run(inner, runs=runs)})"
     return f"sum({inner})"
@@ -198,13 +272,14 @@ def spend_dollars(window: float | str | None = None, *, per_run: bool = False, r
     """Dollars spent: GPU-seconds times price / 3600; over ``window`` when given (resets handled), else ever.
 
     Without a window it is the counters' current totals, so a restarted
-    process's earlier spend is gone from it; the windowed form uses
-    ``increase`` and survives restarts. ``per_run``: each run's own spend.
+    process's earlier spend is gone from it; the windowed form
+    (``counter_increase``) survives restarts of a process older than the
+    window. ``per_run``: each run's own spend.
     """
     if window is None:
         inner = f"{counter(schema.GPU_SECONDS)} * {_price_join()}"
     else:
-        inner = f"increase({counter(schema.GPU_SECONDS)}[{_window(window)}]) * {_price_join()}"
+        inner = f"({counter_increase(schema.GPU_SECONDS, window)}) * {_price_join()}"
     if per_run:
         return f"{_by(_run_by((), True))}({with_run(inner, runs=runs)}) / 3600"
     return f"sum({inner}) / 3600"

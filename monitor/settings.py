@@ -183,6 +183,7 @@ class Thresholds:
     rollout_drop_ratio: float = 0.5  # rate at or below this fraction of its 10-minute median
     marginal_ipd_min: float = 0.0  # points per $1k over the last K evals; at or below fires
     eval_regression_points: float = 0.02  # score this far below the best so far fires
+    eval_push_max_age_s: float = 3600.0  # the last eval pushed to a Pushgateway longer ago than this fires
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import chain, compress
+from math import isfinite
 from operator import gt
 from types import MappingProxyType
 from typing import NamedTuple
@@ -50,7 +51,8 @@ class Span(NamedTuple):
 
     ``resets`` is the sum of the values just before each drop between the
     first and the last point (a drop means the counter restarted from zero),
-    summed in time order exactly as a scan of the points would.
+    summed in time order exactly as a scan of the points would. Only finite
+    points count: the ends, ``n`` and the drops are those of the finite points.
     """
 
     n: int  # how many points
@@ -61,6 +63,71 @@ class Span(NamedTuple):
     resets: float
 
 
+class _ResetIndex:
+    """A series' counter resets and non-finite points, by absolute index (points ever appended).
+
+    ``drops``: the point after each drop; ``before`` / ``before_at``: the
+    value just before it and that value's index (the last finite point, which
+    a NaN between can separate from the drop); ``nonfinite``: every point that
+    is NaN or infinite (a staleness marker in a server's raw answer, a NaN an
+    exporter sent), passed over by every comparison; ``scanned``: how far the
+    index is built; ``last_finite``: the newest finite point indexed, -1 none.
+    """
+
+    __slots__ = ("drops", "before", "before_at", "nonfinite", "scanned", "last_finite")
+
+    def __init__(self, scanned: int, last_finite: int) -> None:
+        self.drops: array[int] = array("q")
+        self.before: array[float] = array("d")
+        self.before_at: array[int] = array("q")
+        self.nonfinite: array[int] = array("q")
+        self.scanned = scanned
+        self.last_finite = last_finite
+
+    def forget_before(self, base: int) -> float:
+        """Drop what refers to points below ``base`` (cut off); returns the pre-reset values that left."""
+        gone = bisect_left(self.before_at, base)  # drops whose earlier point is gone
+        carried = 0.0
+        if gone:
+            carried = sum(self.before[:gone])
+            del self.drops[:gone]
+            del self.before[:gone]
+            del self.before_at[:gone]
+        del self.nonfinite[:bisect_left(self.nonfinite, base)]
+        return carried
+
+    def add_finite(self, first: int, cur: array[float], prior_value: float | None) -> None:
+        """Index ``cur`` (points ``first``.., all finite) with C-level passes only: the usual case."""
+        end = first + len(cur)
+        if prior_value is not None:
+            prev = array("d", (prior_value,))
+            prev.extend(cur[:-1])
+            prev_at: Iterable[int] = chain((self.last_finite,), range(first, end - 1))
+            at: Iterable[int] = range(first, end)
+        else:  # nothing finite before these points: the first of them has nothing to drop from
+            prev, cur = cur[:-1], cur[1:]
+            prev_at, at = range(first, end - 1), range(first + 1, end)
+        flags = list(map(gt, prev, cur))
+        self.drops.extend(compress(at, flags))
+        self.before.extend(compress(prev, flags))
+        self.before_at.extend(compress(prev_at, flags))
+        self.last_finite = end - 1
+
+    def add_mixed(self, first: int, cur: array[float], prior_value: float | None) -> None:
+        """Index ``cur`` when some of it is not finite: each finite point against the last finite one."""
+        last, prior = prior_value, self.last_finite
+        for j, x in enumerate(cur, first):
+            if not isfinite(x):
+                self.nonfinite.append(j)
+                continue
+            if last is not None and last > x:
+                self.drops.append(j)
+                self.before.append(last)
+                self.before_at.append(prior)
+            last, prior = x, j
+        self.last_finite = prior
+
+
 class Series:
     """The newest ``capacity`` points of one series, oldest first, as two float columns.
 
@@ -69,8 +136,7 @@ class Series:
     appended) of physical index 0, so the drop index survives those cuts.
     """
 
-    __slots__ = ("name", "labels", "_t", "_v", "_lo", "_base", "_cap", "_slack",
-                 "_drops", "_before", "_scanned", "_carried")
+    __slots__ = ("name", "labels", "_t", "_v", "_lo", "_base", "_cap", "_slack", "_index", "_carried")
 
     def __init__(self, name: str, labels: Mapping[str, str], *, capacity: int) -> None:
         self.name = name
@@ -81,11 +147,8 @@ class Series:
         self._base = 0
         self._cap = capacity
         self._slack = max(1, capacity // _SLACK_FRACTION)
-        # Counter resets, indexed on first use (gauges never pay for it): absolute index of the
-        # point after each drop, the value just before it, and how far the index has been built.
-        self._drops: array[int] | None = None
-        self._before: array[float] | None = None
-        self._scanned = 0
+        # Counter resets, indexed on first use (gauges never pay for it).
+        self._index: _ResetIndex | None = None
         # Pre-reset values of drops cut off the front with their points: a counter's total
         # across restarts (spend) must not shrink when the restart leaves the buffer.
         self._carried = 0.0
@@ -120,13 +183,8 @@ class Series:
         del self._v[:lo]
         self._base += lo
         self._lo = 0
-        drops, before = self._drops, self._before
-        if drops is not None and before is not None:  # both or neither: set together on first use
-            gone = bisect_left(drops, self._base + 1)  # drops whose earlier point is gone
-            if gone:
-                self._carried += sum(before[:gone])
-                del drops[:gone]
-                del before[:gone]
+        if self._index is not None:
+            self._carried += self._index.forget_before(self._base)
 
     def last(self) -> tuple[float, float] | None:
         return (self._t[-1], self._v[-1]) if self._t else None
@@ -161,26 +219,29 @@ class Series:
         return self._t[a:b], self._v[a:b]
 
     def span(self, start: float | None = None, end: float | None = None) -> Span | None:
-        """The ``Span`` of the points with ``start < t <= end``; None when there is none.
+        """The ``Span`` of the finite points with ``start < t <= end``; None when there is none.
 
         A few bisections whatever the window's length: this is what makes a
-        rate over an hour cost the same as a rate over a minute.
+        rate over an hour cost the same as a rate over a minute. Non-finite
+        points are left out, as PromQL's range selectors leave out staleness
+        markers: they are neither an end, nor counted, nor a drop.
         """
-        a, b = self._window(start, end)
+        a, b = self._finite_window(*self._window(start, end))
         if a >= b:
             return None
         t, v = self._t, self._v
-        return Span(b - a, t[a], v[a], t[b - 1], v[b - 1], self._resets(a, b))
+        n = b - a - self._nonfinite_between(a, b)
+        return Span(n, t[a], v[a], t[b - 1], v[b - 1], self._resets(a, b))
 
     def drop_times(self, start: float | None = None, end: float | None = None) -> list[float]:
-        """Times of the points just before each drop, among the points with ``start < t <= end``."""
-        a, b = self._window(start, end)
+        """Times of the finite points just before each drop, among the points with ``start < t <= end``."""
+        a, b = self._finite_window(*self._window(start, end))
         i, k = self._drop_range(a, b)
-        if i == k:
+        if i == k or self._index is None:
             return []
         t = self._t
-        shift = self._base + 1
-        return [t[j - shift] for j in self._drops[i:k]]  # type: ignore[index]
+        base = self._base
+        return [t[j - base] for j in self._index.before_at[i:k]]
 
     def value_at(self, timestamp: float) -> float | None:
         """The value of the point at exactly ``timestamp``; None when there is no such point."""
@@ -188,37 +249,64 @@ class Series:
         i = bisect_left(t, timestamp, self._lo)
         return self._v[i] if i < len(t) and t[i] == timestamp else None
 
+    def _finite_window(self, a: int, b: int) -> tuple[int, int]:
+        """Physical ``[a, b)`` narrowed to start and end on a finite point (empty when there is none)."""
+        if a >= b or self._nonfinite_between(a, b) == 0:
+            return a, b
+        v = self._v
+        while a < b and not isfinite(v[a]):
+            a += 1
+        while b > a and not isfinite(v[b - 1]):
+            b -= 1
+        return a, b
+
+    def _nonfinite_between(self, a: int, b: int) -> int:
+        """How many non-finite points lie at physical indices ``[a, b)`` (brings the index up to date)."""
+        nonfinite = self._indexed().nonfinite
+        if not nonfinite:
+            return 0
+        base = self._base
+        return bisect_left(nonfinite, base + b) - bisect_left(nonfinite, base + a)
+
     def _resets(self, a: int, b: int) -> float:
         i, k = self._drop_range(a, b)
-        return sum(self._before[i:k]) if i < k else 0.0  # type: ignore[index]
+        return sum(self._indexed().before[i:k]) if i < k else 0.0
 
     def _drop_range(self, a: int, b: int) -> tuple[int, int]:
-        """Positions in the drop index of the drops between physical points a and b - 1."""
+        """Positions in the drop index of the drops between physical points a and b - 1 (both inside)."""
         if b - a < 2:
             return 0, 0
-        self._index_drops()
-        drops = self._drops
+        index = self._indexed()
         base = self._base
-        return bisect_left(drops, base + a + 1), bisect_left(drops, base + b)  # type: ignore[arg-type]
+        return bisect_left(index.before_at, base + a), bisect_left(index.drops, base + b)
 
-    def _index_drops(self) -> None:
-        """Bring the drop index up to the newest point: only points appended since the last call are read."""
-        if self._drops is None:
-            self._drops = array("q")
-            self._before = array("d")
-            self._scanned = self._base + self._lo
+    def _indexed(self) -> _ResetIndex:
+        """The reset index, brought up to the newest point: only points appended since the last call are read."""
+        index = self._index
         base = self._base
+        if index is None:
+            index = self._index = _ResetIndex(base + self._lo, self._finite_before(self._lo))
+        first = max(index.scanned, base)
         end = base + len(self._t)
-        first = max(self._scanned, base + 1)  # absolute index of the first point to compare with its previous
-        if first >= end:
-            return
+        if first < end:
+            v = self._v
+            prior = index.last_finite
+            prior_value = v[prior - base] if prior >= base else None  # one cut off is no longer compared
+            cur = v[first - base:]
+            if isfinite(sum(cur)):  # every new point finite (the sum of finite values is)
+                index.add_finite(first, cur, prior_value)
+            else:
+                index.add_mixed(first, cur, prior_value)
+            index.scanned = end
+        return index
+
+    def _finite_before(self, lo: int) -> int:
+        """Absolute index of the newest finite point at a physical index below ``lo``; -1 when none."""
         v = self._v
-        prev = v[first - base - 1:len(v) - 1]
-        cur = v[first - base:]
-        flags = list(map(gt, prev, cur))
-        self._drops.extend(compress(range(first, end), flags))
-        self._before.extend(compress(prev, flags))  # type: ignore[union-attr]
-        self._scanned = end
+        for i in range(lo - 1, -1, -1):
+            if isfinite(v[i]):
+                return self._base + i
+        return -1
 
     def __len__(self) -> int:
         return len(self._t) - self._lo

@@ -108,12 +108,13 @@ def sync_bucket(seconds: float) -> int:
 class Demo:
     """``ptmon demo --headless --sd-file`` as a subprocess, in its own process group."""
 
-    def __init__(self, sd_file: Path, log: Path) -> None:
+    def __init__(self, sd_file: Path, log: Path, *, scenario: str = "healthy", speed: float = SPEED,
+                 workers: int = WORKERS) -> None:
         self.sd_file = sd_file
         self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ptmon.monitor", "demo", "--headless", "--scenario", "healthy",
-             "--speed", f"{SPEED:g}", "--workers", str(WORKERS), "--sd-file", str(sd_file)],
+            [sys.executable, "-m", "ptmon.monitor", "demo", "--headless", "--scenario", scenario,
+             "--speed", f"{speed:g}", "--workers", str(workers), "--sd-file", str(sd_file)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._log, start_new_session=True)
         self.children: list[int] = []
         self.text = ""

@@ -28,6 +28,7 @@ from ptmon.monitor.text import safe
 
 __all__ = [
     "PROMETHEUS_CONFIG",
+    "VM_CONFIG",
     "RULES_FILE",
     "ALERTS_FILE",
     "DASHBOARD_FILE",
@@ -36,6 +37,7 @@ __all__ = [
     "ASSETS_DIR",
     "AssetConflict",
     "scrape_config",
+    "victoria_metrics_config",
     "rules_file",
     "alerts_file",
     "dashboard_file",
@@ -45,6 +47,7 @@ __all__ = [
 ]
 
 PROMETHEUS_CONFIG = "prometheus.yml"
+VM_CONFIG = "victoria-metrics.yml"  # the same scrape jobs, in the fields VictoriaMetrics accepts
 RULES_FILE = "ptmon.rules.yml"
 ALERTS_FILE = "ptmon.alerts.yml"
 DASHBOARD_FILE = "grafana-ptmon.json"
@@ -61,42 +64,82 @@ class AssetConflict(Exception):
     """A file in the destination differs from the one ptmon would write (and --force was not given)."""
 
 
-def scrape_config() -> str:
-    """prometheus.yml: file-based discovery of ``targets/*.json`` and ``*.yml`` next to it, and ptmon's rules."""
-    header = f"""ptmon: Prometheus scrape config for post-training exporters. {_GENERATED}
-
-Use:  prometheus --config.file=/path/to/this/prometheus.yml
-Targets come from files in {TARGETS_DIR}/ next to this file (Prometheus resolves the path against this
-file's directory and re-reads the files when they change), in file_sd format:
+_TARGETS_NOTE = f"""Targets come from files in {TARGETS_DIR}/ next to this file (the path resolves against this file's
+directory), in file_sd format:
   [{{"targets": ["10.0.0.5:9400"], "labels": {{"ptmon_name": "trainer"}}}},
    {{"targets": ["10.0.0.6:9401", "10.0.0.7:9401"], "labels": {{"job": "posttrain-rollout"}}}}]
 `ptmon demo --headless --sd-file {TARGETS_DIR}/demo.json`, run in this directory, writes one for the demo.
 Target labels: `ptmon_name` names a target in `ptmon watch --prometheus`; a `job` label overrides the job
 name below. Never add a target label named role, run, env, model or algorithm: the exporters' metrics
-carry those, and Prometheus would rename theirs to exported_*.
-ptmon.rules.yml (recorded series) and ptmon.alerts.yml (the TUI's alerts) are loaded from this directory."""
-    config = {
-        "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_INTERVAL,
-                   "evaluation_interval": SCRAPE_INTERVAL},
-        "rule_files": [RULES_FILE, ALERTS_FILE],
-        "scrape_configs": [{
-            "job_name": SCRAPE_JOB,
-            "file_sd_configs": [{"files": [f"{TARGETS_DIR}/*.json", f"{TARGETS_DIR}/*.yml"],
-                                 "refresh_interval": "30s"}],
-        }],
-    }
-    example = """Static targets instead of (or beside) the files: append a job like this one to scrape_configs.
+carry those, and the server would rename theirs to exported_*."""
+
+# Commented jobs shown under each scrape config: static targets, and a Pushgateway for short-lived eval jobs.
+_EXAMPLE_JOBS = """Static targets instead of (or beside) the files: append a job like this one to scrape_configs.
 - job_name: 'posttrain-trainer'
   static_configs:
   - targets: ['trainer-0.example:9400']
     labels:
       ptmon_name: 'trainer'
+A Pushgateway, for eval jobs that push (EvalExporter.push): honor_labels keeps each group's own job and
+grouping-key labels (push with grouping_key={"run": ...}, so each run is its own group and keeps its run)
+instead of the gateway's, and ptmon judges the pushed evals' health by this job's `up`.
+- job_name: 'pushgateway'
+  honor_labels: true
+  static_configs:
+  - targets: ['pushgateway:9091']"""
+
+
+def _scrape_jobs(*, refresh: bool) -> list[dict[str, object]]:
+    sd: dict[str, object] = {"files": [f"{TARGETS_DIR}/*.json", f"{TARGETS_DIR}/*.yml"]}
+    if refresh:
+        sd["refresh_interval"] = "30s"
+    return [{"job_name": SCRAPE_JOB, "file_sd_configs": [sd]}]
+
+
+def scrape_config() -> str:
+    """prometheus.yml: file-based discovery of ``targets/*.json`` and ``*.yml`` next to it, and ptmon's rules."""
+    header = f"""ptmon: Prometheus scrape config for post-training exporters. {_GENERATED}
+
+Use:  prometheus --config.file=/path/to/this/prometheus.yml
+(VictoriaMetrics refuses rule_files, evaluation_interval and refresh_interval: use {VM_CONFIG} instead.)
+{_TARGETS_NOTE}
+Prometheus re-reads the target files when they change (and every 30 s).
+ptmon.rules.yml (recorded series) and ptmon.alerts.yml (the TUI's alerts) are loaded from this directory."""
+    config = {
+        "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_INTERVAL,
+                   "evaluation_interval": SCRAPE_INTERVAL},
+        "rule_files": [RULES_FILE, ALERTS_FILE],
+        "scrape_configs": _scrape_jobs(refresh=True),
+    }
+    example = _EXAMPLE_JOBS + """
 Alertmanager, to route the alerts of ptmon.alerts.yml:
 alerting:
   alertmanagers:
     - static_configs:
         - targets: ['alertmanager:9093']"""
     return _yaml.dump(config, header=header) + "\n" + _yaml.comment_block(example)
+
+
+def victoria_metrics_config() -> str:
+    """victoria-metrics.yml: the same scrape jobs for VictoriaMetrics (or vmagent), which rejects Prometheus's
+    rule and refresh fields; rules go to vmalert instead."""
+    header = f"""ptmon: VictoriaMetrics scrape config for post-training exporters. {_GENERATED}
+
+The same jobs as {PROMETHEUS_CONFIG}, without the fields VictoriaMetrics refuses (rule_files,
+evaluation_interval, file_sd refresh_interval). Use:
+  victoria-metrics -promscrape.config=/path/to/this/{VM_CONFIG} -promscrape.fileSDCheckInterval=30s
+(the flag makes it re-read the target files every 30 s, as Prometheus does; its default is 5 minutes),
+and for the rules and alerts, vmalert against it (5 s, the scrape interval; it writes recorded series back;
+nocache=1, or VictoriaMetrics answers each rule as of 30 s ago, its -search.latencyOffset):
+  vmalert -datasource.url='http://VM:8428/?nocache=1' -remoteWrite.url=http://VM:8428 \\
+    -remoteRead.url=http://VM:8428 -notifier.url=http://alertmanager:9093 -rule={RULES_FILE} -rule={ALERTS_FILE} \\
+    -evaluationInterval=5s
+{_TARGETS_NOTE}"""
+    config = {
+        "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_INTERVAL},
+        "scrape_configs": _scrape_jobs(refresh=False),
+    }
+    return _yaml.dump(config, header=header) + "\n" + _yaml.comment_block(_EXAMPLE_JOBS)
 
 
 def _rule_groups(name: str, rules: list[Mapping[str, object]]) -> dict[str, object]:
@@ -143,8 +186,8 @@ def render_assets(settings: Settings | None = None, *, source: str | None = None
     """
     alerts = (alerts_file() if settings is None else
               alerts_file(settings.thresholds, marginal_k=settings.marginal_k, source=source))
-    return {PROMETHEUS_CONFIG: scrape_config(), RULES_FILE: rules_file(), ALERTS_FILE: alerts,
-            DASHBOARD_FILE: dashboard_file()}
+    return {PROMETHEUS_CONFIG: scrape_config(), VM_CONFIG: victoria_metrics_config(), RULES_FILE: rules_file(),
+            ALERTS_FILE: alerts, DASHBOARD_FILE: dashboard_file()}
 
 
 def write_assets(directory: str | os.PathLike[str], *, force: bool = False, settings: Settings | None = None,

@@ -102,27 +102,29 @@ def score_expr(*, runs: str = "") -> str:
 
 
 def ipd_expr(window: str = IPD_WINDOW, *, runs: str = "") -> str:
-    """Intelligence per dollar over ``window``: score change / spend over the same samples x 1000.
+    """Intelligence per dollar over ``window``: the score's least-squares slope per dollar at its burn then, x 1000.
 
-    Score change and spend come from the same range, so on a run younger
-    than the window this is the score gained per dollar since the start (the
-    TUI's number with the first eval as baseline, give or take half a scrape
-    interval: ``delta`` extrapolates the score half an interval before its
-    first sample, ``increase`` a counter born at 0 not below zero); on an
-    older run, the last ``window``'s. Unknown while nothing was spent. Per run
-    and benchmark: a run's score against that run's spend.
+    The score gained per dollar along the line fitted to every eval of the
+    window (slope per second / dollars per second over the same window), so
+    it means the same on Prometheus and VictoriaMetrics, and on a run younger
+    than the window: ``deriv`` fits the same samples on both, where ``delta``
+    of a gauge that starts inside the range is extrapolated by one and
+    counted from 0 by the other (2x on a healthy run, the sign flipped on a
+    plateau). Unknown while nothing is spent. Per run and benchmark.
     """
-    delta = promql.with_run(f"delta({schema.EVAL_SCORE.name}[{window}])", runs=runs)
-    return (f"1000 * max by ({_RUN}, benchmark) ({delta}) "
-            f"/ on ({_RUN}) group_left () ({promql.spend_dollars(window, per_run=True, runs=runs)} > 0)")
+    slope = promql.with_run(f"deriv({schema.EVAL_SCORE.name}[{window}])", runs=runs)
+    return (f"1000 * 3600 * max by ({_RUN}, benchmark) ({slope}) "
+            f"/ on ({_RUN}) group_left () ({promql.burn_dollars_per_hour(window, per_run=True, runs=runs)} > 0)")
 
 
 def marginal_ipd_expr(window: str = IPD_WINDOW, burn_window: str = WINDOW, *, runs: str = "") -> str:
-    """Marginal intelligence per dollar: score's least-squares slope per second / dollars per second x 1000.
+    """Marginal intelligence per dollar: score's least-squares slope per second / dollars per second now x 1000.
 
     The TUI fits score against spend over the last K evals; with a steady
     burn, score-vs-time slope divided by $/s is that slope. ``deriv`` works
-    on the raw gauge, so no subquery is needed. Per run and benchmark.
+    on the raw gauge, so no subquery is needed. The same slope as
+    ``ipd_expr`` over the burn of the last ``burn_window``: what the next
+    dollar buys, not the window's average. Per run and benchmark.
     """
     slope = promql.with_run(f"deriv({schema.EVAL_SCORE.name}[{window}])", runs=runs)
     return (f"1000 * 3600 * max by ({_RUN}, benchmark) ({slope}) "
@@ -183,8 +185,9 @@ def recording_rules() -> list[RecordingRule]:
                       f"dollars each run spent over the last {IPD_WINDOW}, across restarts"),
         RecordingRule(f"{_PER_RUN}:burn_dollars_per_hour:rate{w}", promql.burn_dollars_per_hour(w, per_run=True),
                       "dollars per hour each run burns now"),
-        RecordingRule(f"{_PER_RUN_BENCHMARK}:intelligence_per_kilodollar:delta{IPD_WINDOW}", ipd_expr(),
-                      f"score points per $1k over the last {IPD_WINDOW}, per run and benchmark"),
+        RecordingRule(f"{_PER_RUN_BENCHMARK}:intelligence_per_kilodollar:slope{IPD_WINDOW}", ipd_expr(),
+                      f"score points per $1k over the last {IPD_WINDOW} (least-squares score slope / the burn of "
+                      f"those {IPD_WINDOW}), per run and benchmark"),
         RecordingRule(f"{_PER_RUN_BENCHMARK}:marginal_intelligence_per_kilodollar:deriv{IPD_WINDOW}",
                       marginal_ipd_expr(),
                       f"score slope over the last {IPD_WINDOW} per dollar at the 5m burn rate, per $1k, "
@@ -310,4 +313,23 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
         _RUN_NAME + "{{ $labels.benchmark }} score {{ $value | printf \"%.3g\" }} is more than " + drop
         + " below its best of the last day",
         "The run's latest eval score regressed from the best one seen in the last day."))
+    rules.append(_eval_stale_rule(th))
     return rules
+
+
+def _eval_stale_rule(th: Thresholds) -> AlertRule:
+    """The newest push of a run's eval groups to a Pushgateway is older than ``eval_push_max_age_s``.
+
+    Read over the last day, as the TUI's store keeps a gateway's last push once it is gone: a dead gateway's
+    series go stale in Prometheus, and an alert reading only fresh ones would stop exactly then. A group
+    counts when it holds an eval score (its push time and score share every label but ``benchmark``).
+    """
+    w = _BEST_SCORE_WINDOW
+    pushed = (f"(last_over_time({schema.PUSHGATEWAY_PUSH_TIME}[{w}]) and ignoring ({schema.LABEL_BENCHMARK}) "
+              f"last_over_time({schema.EVAL_SCORE.name}[{w}]))")
+    limit = _n(th.eval_push_max_age_s)
+    return AlertRule(
+        "PtmonEvalStale", "eval_stale", "warning",
+        f"time() - max by ({_RUN}) ({promql.with_run(pushed, seen=w)}) > {limit}",
+        _RUN_NAME + "last eval pushed {{ $value | humanizeDuration }} ago (over " + limit + " s)",
+        "The newest eval group the run pushed to a Pushgateway is older than the limit: is the eval job running?")

@@ -4,6 +4,8 @@ Cumulative: (latest score − baseline score) / (spend now − baseline spend)
 × 1000, unknown until an eval exists after the baseline. Marginal: the
 least-squares slope of score against spend over the last K evals × 1000;
 dollars per next point is its inverse, unknown when the slope is ≤ 0.
+The last push of an eval group to a Pushgateway, when evals come that way,
+says how old the newest eval is (``eval_pushed_at``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import TypedDict
 
 from ptmon.monitor.dashboard import EvalPoint
 from ptmon.monitor.derive import least_squares_slope
-from ptmon.monitor.evals import Baseline
+from ptmon.monitor.evals import Baseline, latest_push
 from ptmon.monitor.sections.context import Context
 
 __all__ = ["IntelligenceFields", "intelligence"]
@@ -27,6 +29,7 @@ class IntelligenceFields(TypedDict):
     ipd_points_per_kilodollar: float | None
     marginal_ipd_points_per_kilodollar: float | None
     dollars_per_next_point: float | None
+    eval_pushed_at: float | None
     eval_curve: tuple[EvalPoint, ...]
 
 
@@ -54,6 +57,7 @@ def intelligence(ctx: Context) -> IntelligenceFields:
         ipd_points_per_kilodollar=ipd,
         marginal_ipd_points_per_kilodollar=slope * 1000.0 if slope is not None else None,
         dollars_per_next_point=1.0 / slope if slope is not None and slope > 0 else None,
+        eval_pushed_at=latest_push(ctx.store),
         eval_curve=curve,
     )
 

@@ -81,7 +81,8 @@ def series_selector(prefixes: tuple[str, ...] = PREFIXES, *, exclude: tuple[str,
     for p in (*prefixes, *exclude):
         if not all(c.isalnum() or c in "_:" for c in p):  # no regex or quoting needed for these
             raise ValueError(f"metric name or prefix {p!r}: only letters, digits, '_' and ':'")
-    alternatives = [f"{p}.*" for p in prefixes] + sorted(schema.PROMETHEUS_SCRAPE_SERIES)
+    alternatives = [f"{p}.*" for p in prefixes] + sorted(
+        (*schema.PROMETHEUS_SCRAPE_SERIES, schema.PUSHGATEWAY_PUSH_TIME, schema.PUSHGATEWAY_BUILD_INFO))
     selector = '{__name__=~"' + "|".join(alternatives) + '"'
     if exclude:
         selector += ', __name__!~"' + "|".join(exclude) + '"'
@@ -285,6 +286,10 @@ class PrometheusSource(Poller[_ServerState]):
         again when a kept-alive connection turns out closed."""
         client = self._client(_TLS_KEY)
         async with fetching(timeout):
+            # nocache=1: VictoriaMetrics otherwise answers a query within -search.latencyOffset (30 s) of now
+            # as of 30 s ago, mixing old server numbers with current raw samples on one screen; Prometheus
+            # ignores the parameter (issue 14).
+            params = {**params, "nocache": "1"}
             request = client.build_request("GET", self._base + path, params=params,
                                            headers={"Accept-Encoding": "gzip"}, timeout=timeout)
             response = await client.send(request, auth=self._auth, stream=True)

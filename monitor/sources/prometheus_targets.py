@@ -6,6 +6,15 @@
   three labels are removed before storing, as a direct scrape never has them.
 - Prometheus's own ``up``, ``scrape_duration_seconds`` and
   ``scrape_samples_scraped`` give each target's health and are not stored.
+- **A Pushgateway's groups** (scraped with ``honor_labels``) arrive under the
+  pushing job, not the gateway's: a target with pushed groups
+  (``push_time_seconds``) and no ``up`` of its own takes its health from the
+  ``up`` of the gateway targets (those exposing ``pushgateway_build_info``),
+  so a dead gateway marks its evals down instead of leaving them up forever.
+- **With a run** (``--run``), a series is that run's when it carries the
+  run's ``run`` label itself (a group pushed with ``run`` in its grouping
+  key), else when the run info of its group (same target, same labels but
+  each metric's own) says the run: several runs on one gateway stay apart.
 - A job is listed only when it has at least one ptmon/engine/GPU series, so a
   company-wide Prometheus does not list every node exporter it scrapes.
 - Answers overlap (each poll looks back past the last one): a target's
@@ -37,7 +46,10 @@ _JOB, _INSTANCE = promql.TARGET_BY
 # Labels Prometheus attaches to every series of a target (and the demo's name for it).
 TARGET_LABELS = (_JOB, _INSTANCE, schema.TARGET_NAME_LABEL)
 _UP = schema.PROMETHEUS_UP
-_META = frozenset(schema.PROMETHEUS_SCRAPE_SERIES)
+_GATEWAY = schema.PUSHGATEWAY_BUILD_INFO  # a Pushgateway's own series: marks the target that is one
+_META = frozenset((*schema.PROMETHEUS_SCRAPE_SERIES, _GATEWAY))
+_RUN_INFO = frozenset(run_info_names())
+_NOT_GROUP = frozenset(("__name__", *promql.TARGET_BY, schema.TARGET_NAME_LABEL))
 GONE_MIN_S = 30.0  # no `up` for max(this, 3 scrape spacings) behind the others: no longer scraped
 
 _Key = tuple[str, str]  # (job, instance)
@@ -46,6 +58,31 @@ _Meta = tuple[float, str, float]  # (Prometheus scrape time, up or scrape_*, val
 
 def _key(metric: Mapping[str, Any]) -> _Key:
     return metric.get(_JOB, ""), metric.get(_INSTANCE, "")
+
+
+def _own_labels() -> dict[str, frozenset[str]]:
+    """Each contract sample name's own labels (a histogram bucket's with ``le``), by every name it is exposed as."""
+    out: dict[str, frozenset[str]] = {}
+    for spec in schema.CONTRACT:
+        own = frozenset(spec.labels)
+        names = list(schema.counter_aliases(spec.name)) if spec.kind == "counter" else [spec.name]
+        if spec.kind == "histogram":
+            names += [spec.sum, spec.count]
+            out[spec.bucket] = own | {schema.LABEL_LE}
+        if spec.kind in ("counter", "histogram"):
+            names.append(spec.created)
+        out.update(dict.fromkeys(names, own))
+    return out
+
+
+_OWN_LABELS = _own_labels()
+
+
+def _group(metric: Mapping[str, Any]) -> tuple[_Key, tuple[tuple[str, Any], ...]]:
+    """(target, group): the labels a series shares with every series of its registry or Pushgateway group,
+    which are all but its metric's own (an unknown metric's are all its labels: it is in no group)."""
+    own = _OWN_LABELS.get(metric.get("__name__", ""), frozenset())
+    return _key(metric), tuple(sorted((k, v) for k, v in metric.items() if k not in _NOT_GROUP and k not in own))
 
 
 @dataclass(slots=True)
@@ -61,6 +98,8 @@ class _Remote:
     scrape_seconds: float | None = None
     samples: int = 0
     dropped_series: int = 0
+    pushed: bool = False  # holds groups a Pushgateway carries (push_time_seconds): no scrape of its own
+    carried_ts: float | None = None  # pushed: the last scrape of the gateway(s) carrying it
     ingested_ts: float = -math.inf  # newest Prometheus scrape time stored
     first_ts: float = math.inf  # oldest Prometheus scrape time stored
     error: str | None = None
@@ -76,7 +115,10 @@ class RemoteTargets:
     def __init__(self, store: Store, *, run: str | None = None) -> None:
         self._store = store
         self._run = run
-        self._run_keys: set[_Key] = set()
+        self._run_keys: set[_Key] = set()  # targets with a group of the run
+        self._run_groups: set[tuple[_Key, tuple[tuple[str, Any], ...]]] = set()
+        self._gateways: dict[_Key, _Remote] = {}  # Pushgateway targets: not listed, their `up` carries groups
+        self._gateway_keys: set[_Key] = set()  # with a run: the gateways seen, whose health is kept
         self._remotes: dict[_Key, _Remote] = {}
         self._names: set[str] = set()
         self._jobs: set[str] = set()  # jobs with at least one series ptmon reads
@@ -109,7 +151,8 @@ class RemoteTargets:
         for r in sorted(self._remotes.values(), key=lambda r: (r.key[0], r.name)):
             up, error = (False, server_error) if server_error is not None else (r.up, r.error)
             out.append(TargetHealth(
-                name=r.name, url=r.key[1], role=None, up=up, last_scrape=r.last_up_ts,
+                name=r.name, url=r.key[1], role=None, up=up,
+                last_scrape=r.last_up_ts if r.last_up_ts is not None else r.carried_ts,
                 last_success=r.last_success, scrape_seconds=r.scrape_seconds, samples=r.samples,
                 series=self._store.series_count(r.name), dropped_series=r.dropped_series, error=error,
                 # Listed for its job, but none of its own series is one ptmon reads (or fetches).
@@ -130,9 +173,17 @@ class RemoteTargets:
             if key[0] in self._jobs:
                 self._remote(key, self._ptmon_names.get(key))
         newest_up = max((ts for rows in meta.values() for ts, n, _ in rows if n == _UP), default=None)
+        for key, rows in meta.items():
+            if key not in self._remotes and any(n == _GATEWAY for _, n, _ in rows):
+                self._gateways.setdefault(key, _Remote(key=key, name=f"{key[0]}/{key[1]}"))
+        for key, gateway in self._gateways.items():
+            self._update_health(gateway, sorted(meta.get(key, ())), newest_up)
         for key, remote in self._remotes.items():
             self._store_scrapes(remote, data.get(key, {}))
-            self._update_health(remote, sorted(meta.get(key, ())), newest_up)
+            if remote.pushed and remote.last_up_ts is None:
+                self._carried_health(remote)
+            else:
+                self._update_health(remote, sorted(meta.get(key, ())), newest_up)
 
     def _split(self, result: list[dict[str, Any]]
                ) -> tuple[dict[_Key, dict[float, list[Sample]]], dict[_Key, list[_Meta]]]:
@@ -155,14 +206,18 @@ class RemoteTargets:
                 if name:
                     meta[key].extend((ts, name, v) for ts, v in points(values))
                 continue
+            if name == schema.PUSHGATEWAY_PUSH_TIME:
+                self._remotes[key].pushed = True
             by_ts = data.get(key)
             if by_ts is None:
                 by_ts = data[key] = {}
             floor = self._remotes[key].ingested_ts  # older points came in an earlier, overlapping poll
+            # Non-finite points are left out: VictoriaMetrics's raw answers carry Prometheus's staleness
+            # markers (NaN) where a series paused, and a NaN in a counter hid its restart (issue 14).
             try:
-                fresh = [(t, float(v)) for ts, v in values if (t := float(ts)) > floor]
+                fresh = [(t, x) for ts, v in values if (t := float(ts)) > floor and math.isfinite(x := float(v))]
             except (TypeError, ValueError):  # a malformed pair: keep the good ones
-                fresh = [(t, v) for t, v in points(values) if t > floor]
+                fresh = [(t, v) for t, v in points(values) if t > floor and math.isfinite(v)]
             for ts, v in fresh:
                 group = by_ts.get(ts)
                 if group is None:
@@ -171,15 +226,28 @@ class RemoteTargets:
         return data, meta
 
     def _of_run(self, result: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Only the series of targets whose run info says the run (remembered once said)."""
+        """Only the run's series: its own ``run`` label when it has one, else its group's run info (remembered
+        once said); the health series of the run's targets and of every Pushgateway."""
         for item in result:
             metric = item.get("metric") if isinstance(item, dict) else None
-            if isinstance(metric, dict) and metric.get("__name__") in run_info_names() \
-                    and metric.get(promql.RUN_LABEL) == self._run:
+            if not isinstance(metric, dict):
+                continue
+            if metric.get("__name__") in _RUN_INFO and metric.get(promql.RUN_LABEL) == self._run:
+                self._run_groups.add(_group(metric))
                 self._run_keys.add(_key(metric))
-        keys = self._run_keys
+            elif metric.get("__name__") == _GATEWAY:
+                self._gateway_keys.add(_key(metric))
         return [item for item in result if isinstance(item, dict) and isinstance(m := item.get("metric"), dict)
-                and _key(m) in keys]
+                and self._is_the_runs(m)]
+
+    def _is_the_runs(self, metric: Mapping[str, Any]) -> bool:
+        name = metric.get("__name__")
+        if name in _META:
+            return _key(metric) in self._run_keys or _key(metric) in self._gateway_keys
+        own = metric.get(promql.RUN_LABEL)
+        if own is not None:
+            return bool(own == self._run)
+        return _group(metric) in self._run_groups
 
     def _classify(self, metric: Mapping[str, Any]) -> tuple[_Key, str, Labels | None]:
         """(target, name, labels to store) of a series seen for the first time; labels None: not stored."""
@@ -225,6 +293,29 @@ class RemoteTargets:
             dropped = result.dropped_series
         if dropped is not None:
             remote.dropped_series = dropped
+
+    def _carried_health(self, remote: _Remote) -> None:
+        """A target seen only through a Pushgateway's groups: up while a gateway carrying them is.
+
+        Prometheus cannot say which gateway carried a group (honor_labels keeps the pusher's job and
+        instance), so with several it is up while any is; with none seen, its data says it answers.
+        """
+        gateways = list(self._gateways.values())
+        if not gateways:
+            if remote.up is None and remote.ingested_ts > -math.inf:
+                remote.up, remote.last_success = True, remote.ingested_ts
+            return
+        up = [g for g in gateways if g.up]
+        remote.up = bool(up)
+        remote.carried_ts = max((g.last_up_ts for g in gateways if g.last_up_ts is not None), default=None)
+        remote.last_success = max((g.last_success for g in gateways if g.last_success is not None), default=None)
+        remote.up_spacing = max(g.up_spacing for g in gateways)
+        if up:
+            remote.error = None
+        else:
+            down = ", ".join(f"{job}/{instance}" for job, instance in sorted(g.key for g in gateways))
+            remote.error = short(f"its Pushgateway is down according to Prometheus ({down})")
+            remote.samples = 0
 
     def _update_health(self, remote: _Remote, rows: list[_Meta], newest_up: float | None) -> None:
         job, instance = remote.key

@@ -146,3 +146,15 @@ def test_mean_of_huge_gauges_is_unknown_not_a_crash() -> None:
     assert mean([1.7e308, 1.7e308]) is None
     assert mean([1.0, 2.0]) == 1.5
     assert mean([]) is None
+
+
+def test_an_eval_pushed_longer_ago_than_the_limit_is_called_out() -> None:
+    # Issue 14: an eval job pushing to a Pushgateway that stopped is said, with the age of its last push.
+    limit = TH.eval_push_max_age_s
+    assert names(evaluate(dash(eval_pushed_at=NOW - limit), TH)) == {}  # at the limit: not over it
+    assert names(evaluate(dash(eval_pushed_at=None), TH)) == {}  # evals served, or none: nothing to judge
+    (alert,) = evaluate(dash(eval_pushed_at=NOW - limit - 600), TH)
+    assert (alert.name, alert.level) == ("eval_stale", "warn")
+    assert alert.message == "last eval pushed 1h10m ago (over 1h00m): is the eval job still running?"
+    assert names(evaluate(dash(eval_pushed_at=NOW - 700), Thresholds(eval_push_max_age_s=600))) == {
+        "eval_stale": "warn"}

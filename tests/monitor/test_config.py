@@ -175,6 +175,7 @@ BAD_FILES = [
     ("[alerts]\nstaleness_warn = -1\n", "alerts.staleness_warn", "a number >= 0, got -1"),
     ("[alerts]\nweight_sync_p99_critical_s = 0\n", "alerts.weight_sync_p99_critical_s", "a positive number"),
     ("[alerts]\nstall_factor = 0\n", "alerts.stall_factor", "a positive number"),
+    ("[alerts]\neval_push_max_age_s = 0\n", "alerts.eval_push_max_age_s", "a positive number"),
     ("[alerts]\neval_regression_points = -0.1\n", "alerts.eval_regression_points", "a number >= 0"),
     ("[alerts]\nrollout_drop_ratio = 5\n", "alerts.rollout_drop_ratio", "a fraction between 0 and 1, got 5"),
     ("[alerts]\nweight_sync_p99_warn_s = 200\n", "alerts.weight_sync_p99_warn_s",

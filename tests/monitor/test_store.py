@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from ptmon.monitor.parse import ExpositionParser, Sample
@@ -223,3 +225,69 @@ def test_a_series_costs_about_16_bytes_a_point() -> None:
         tracemalloc.stop()
     per_point = used / (50 * 1000)
     assert 16 <= per_point < 24, per_point  # two float64 columns, plus the front-cut slack
+
+
+# --- non-finite points (issue 14): a VictoriaMetrics raw answer carries staleness markers (NaN) -------
+
+
+def test_a_reset_across_a_nan_is_still_a_reset() -> None:
+    # The issue's repro: a worker restarts; between its last point and its first after the restart the
+    # server's raw answer holds a staleness marker. Without the fix: no reset, an increase of 427.
+    s = Series("m", {}, capacity=100)
+    for t, v in enumerate([370.9, 770.8, 1170.9, math.nan, 398.2, 798.2]):
+        s.append(float(t), v)
+    span = s.span()
+    assert span is not None and span.resets == 1170.9 and span.n == 5
+    assert span.last_v - span.first_v + span.resets == pytest.approx(1598.2)
+    assert s.drop_times() == [2.0]  # the finite point before the drop, not the NaN
+
+
+def test_non_finite_ends_are_passed_over_and_a_window_of_only_nan_has_no_span() -> None:
+    s = Series("m", {}, capacity=100)
+    for t, v in enumerate([math.nan, 10.0, 20.0, math.inf, 5.0, math.nan]):
+        s.append(float(t), v)
+    assert s.span() == Span(3, 1.0, 10.0, 4.0, 5.0, 20.0)
+    assert s.span(4.5, 5.0) is None and s.span(-1.0, 0.0) is None
+    assert s.points()[0][0] == 0.0 and len(s) == 6  # the points themselves are kept as sent
+
+
+def reference_finite_span(points: list[tuple[float, float]]) -> Span | None:
+    return reference_span([p for p in points if math.isfinite(p[1])])
+
+
+@settings(max_examples=150, deadline=None)
+@given(capacity=st.integers(2, 40),
+       values=st.lists(st.one_of(st.integers(0, 6).map(float), st.sampled_from([math.nan, math.inf])),
+                       min_size=0, max_size=200),
+       queries=st.lists(st.tuples(st.integers(-5, 210), st.integers(0, 30)), min_size=1, max_size=6),
+       query_every=st.integers(1, 50))
+def test_spans_and_drops_ignore_non_finite_points_as_a_scan_would(capacity, values, queries, query_every) -> None:
+    # As the test above, with NaN and inf mixed in: every span and drop equals a scan of the finite points.
+    s = Series("m", {}, capacity=capacity)
+    kept: list[tuple[float, float]] = []
+    for i, v in enumerate(values):
+        assert s.append(float(i), v)
+        kept = (kept + [(float(i), v)])[-capacity:]
+        if i % query_every == 0 or i == len(values) - 1:
+            for lo, width in queries:
+                start, end = lo - 0.5, lo + width
+                inside = [p for p in kept if start < p[0] <= end]
+                assert s.span(start, end) == reference_finite_span(inside)
+                finite = [p for p in inside if math.isfinite(p[1])]
+                assert s.drop_times(start, end) == [a[0] for a, b in zip(finite, finite[1:], strict=False)
+                                                    if a[1] > b[1]]
+            assert s.span() == reference_finite_span(kept)
+
+
+def test_a_reset_across_a_nan_is_carried_when_it_leaves_the_buffer() -> None:
+    # Spend across restarts: once the restart's points are cut off the front, its pre-reset value is
+    # still counted (``carried``), NaN between or not.
+    s = Series("m", {}, capacity=16)
+    for t, v in enumerate([100.0, 200.0, math.nan, 5.0]):
+        s.append(float(t), v)
+    assert s.span() is not None and s.span().resets == 200.0  # type: ignore[union-attr]
+    for t in range(4, 60):
+        s.append(float(t), 5.0 + t)
+    span = s.span()
+    assert span is not None and span.resets == 0.0 and s.carried == 200.0
+    assert span.last_v + span.resets + s.carried == 5.0 + 59 + 200.0

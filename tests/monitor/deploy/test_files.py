@@ -14,7 +14,7 @@ import pytest
 from ptmon.demo.launcher import Endpoint, write_sd_file
 from ptmon.monitor.cli import main
 from ptmon.monitor.deploy import ASSETS_DIR, AssetConflict, render_assets, write_assets
-from ptmon.monitor.deploy.files import ALERTS_FILE, PROMETHEUS_CONFIG, RULES_FILE, TARGETS_DIR
+from ptmon.monitor.deploy.files import ALERTS_FILE, PROMETHEUS_CONFIG, RULES_FILE, TARGETS_DIR, VM_CONFIG
 from tests.monitor.deploy.helpers import copy_assets, run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -40,10 +40,10 @@ def test_every_asset_is_package_data() -> None:
 def test_write_assets_writes_then_leaves_identical_files_alone(tmp_path: Path) -> None:
     dest = tmp_path / "new" / "dir"
     done = write_assets(dest)
-    assert [what for _, what in done] == ["wrote"] * 4
+    assert [what for _, what in done] == ["wrote"] * len(render_assets())
     assert (dest / TARGETS_DIR).is_dir()
     assert {p.name: p.read_text() for p in dest.iterdir() if p.is_file()} == render_assets()
-    assert [what for _, what in write_assets(dest)] == ["unchanged"] * 4
+    assert [what for _, what in write_assets(dest)] == ["unchanged"] * len(render_assets())
 
 
 def test_a_changed_file_is_refused_untouched_unless_forced(tmp_path: Path) -> None:
@@ -138,3 +138,66 @@ def test_promtool_checks_the_scrape_config_with_a_demo_targets_file(tmp_path: Pa
     assert "targets/*.json" not in result.stdout + result.stderr  # found relative to the config, no warning
     groups = json.loads((assets / TARGETS_DIR / "ptmon.demo.json").read_text())
     assert groups[0]["labels"] == {"job": "posttrain-trainer", "ptmon_name": "trainer"}
+
+
+def _uncommented_jobs(text: str) -> str:
+    """The commented example jobs of a shipped scrape config, uncommented (the lines from ``# - job_name:``
+    up to the next comment that is not YAML), so a test can check them as a user would use them."""
+    out: list[str] = []
+    taking = False
+    for line in text.splitlines():
+        body = line.removeprefix("# ")
+        if body == line:  # not a comment
+            taking = False
+        elif body.startswith("- job_name:"):
+            taking = True
+        elif taking and not body.startswith("  "):
+            taking = False
+        if taking:
+            out.append(body)
+    return "\n".join(out) + "\n"
+
+
+def test_both_scrape_configs_hold_the_same_jobs_and_only_prometheus_has_its_own_fields() -> None:
+    assets = render_assets()
+    prometheus, vm = assets[PROMETHEUS_CONFIG], assets[VM_CONFIG]
+    assert "rule_files:" in prometheus and "evaluation_interval:" in prometheus and "refresh_interval:" in prometheus
+    for field in ("rule_files", "evaluation_interval", "refresh_interval"):  # VictoriaMetrics refuses these
+        assert f"{field}:" not in "\n".join(line for line in vm.splitlines() if not line.startswith("#"))
+    assert _uncommented_jobs(prometheus) == _uncommented_jobs(vm)
+    assert "-promscrape.fileSDCheckInterval=30s" in vm and f"-rule={RULES_FILE} -rule={ALERTS_FILE}" in vm
+    assert "-datasource.url='http://VM:8428/?nocache=1'" in vm  # else every rule is evaluated 30 s late
+
+
+def test_the_commented_pushgateway_job_honors_the_pushed_labels() -> None:
+    jobs = _uncommented_jobs(render_assets()[PROMETHEUS_CONFIG])
+    gateway = jobs[jobs.index("- job_name: 'pushgateway'"):]
+    assert "  honor_labels: true\n" in gateway and "pushgateway:9091" in gateway
+
+
+@pytest.mark.prometheus
+def test_promtool_accepts_the_commented_jobs_uncommented(tmp_path: Path, promtool_bin: str) -> None:
+    assets = copy_assets(tmp_path)
+    config = assets / PROMETHEUS_CONFIG
+    text = config.read_text()
+    jobs = _uncommented_jobs(text)
+    config.write_text(text.replace("scrape_configs:\n", "scrape_configs:\n" + jobs, 1))
+    result = run(promtool_bin, "check", "config", str(config), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow  # starts victoria-metrics
+@pytest.mark.parametrize("with_jobs", [False, True], ids=["as shipped", "commented jobs uncommented"])
+def test_victoria_metrics_accepts_its_scrape_config(tmp_path: Path, victoria_metrics_bin: str,
+                                                    with_jobs: bool) -> None:
+    assets = copy_assets(tmp_path)
+    config = assets / VM_CONFIG
+    if with_jobs:
+        text = config.read_text()
+        config.write_text(text.replace("scrape_configs:\n", "scrape_configs:\n" + _uncommented_jobs(text), 1))
+    result = run(victoria_metrics_bin, f"-promscrape.config={config}", "-promscrape.config.dryRun", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # The Prometheus variant is refused (why there are two): its rule and refresh fields.
+    refused = run(victoria_metrics_bin, f"-promscrape.config={assets / PROMETHEUS_CONFIG}", "-promscrape.config.dryRun",
+                  cwd=tmp_path)
+    assert refused.returncode != 0 and "rule_files" in refused.stdout + refused.stderr

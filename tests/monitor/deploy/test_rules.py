@@ -77,10 +77,14 @@ def test_alert_thresholds_are_the_tui_defaults_and_follow_them() -> None:
     assert f"<= {th.rollout_drop_ratio:g} * (" in exprs[("rollout_rate_drop", "warning")]
     assert f"- {th.eval_regression_points:g}" in exprs[("eval_regression", "warning")]
 
+    assert exprs[("eval_stale", "warning")].endswith(f"> {th.eval_push_max_age_s:g}")
+
     custom = Thresholds(weight_sync_p99_warn_s=7.5, staleness_critical=9.0, stall_min_s=45.0,
-                        rollout_drop_ratio=0.25, marginal_ipd_min=1.5, eval_regression_points=0.1)
+                        rollout_drop_ratio=0.25, marginal_ipd_min=1.5, eval_regression_points=0.1,
+                        eval_push_max_age_s=900.0)
     text = " ".join(a.expr for a in alerting_rules(custom, marginal_k=3))
-    for needle in ("> 7.5 <= 120", "> 9", "45 * group by (run)", "<= 0.25 * (", "<= 1.5)", "- 0.1", ">= 2)"):
+    for needle in ("> 7.5 <= 120", "> 9", "45 * group by (run)", "<= 0.25 * (", "<= 1.5)", "- 0.1", ">= 2)",
+                   ") > 900"):
         assert needle in text, needle
 
 
@@ -91,7 +95,7 @@ def test_recording_rule_names_follow_the_prometheus_convention() -> None:
         assert re.fullmatch(r"[a-z_]+:[a-z_]+:[a-z0-9_]+", name), name
     assert {"run:rollouts_per_second:rate5m", "run:weight_sync_seconds:p99_5m",
             "run:staleness_versions:max", "run:spend_dollars:total", "run:burn_dollars_per_hour:rate5m",
-            "run_benchmark:intelligence_per_kilodollar:delta2h"} <= set(names)
+            "run_benchmark:intelligence_per_kilodollar:slope2h"} <= set(names)
 
 
 def test_every_number_of_a_run_is_grouped_by_run_and_its_alerts_name_it() -> None:

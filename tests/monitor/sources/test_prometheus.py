@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import socket
 import subprocess
 import sys
@@ -437,6 +436,7 @@ class Answers:
         self.evaluation, self.chart = evaluation, chart
         self.evaluations: list[dict[str, str]] = []
         self.ranges: list[dict[str, str]] = []
+        self.raw_params: list[dict[str, str]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         params = dict(request.url.params)
@@ -448,6 +448,7 @@ class Answers:
             self.evaluations.append(params)
             return httpx.Response(200, content=self.evaluation, headers={"content-type": "application/json"})
         self.queries.append(params["query"])
+        self.raw_params.append(params)
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
         if isinstance(answer, Exception):
             raise answer
@@ -640,20 +641,38 @@ def test_parse_matrix_and_selector() -> None:
         series_selector(("a.b",))
 
 
-async def test_non_finite_values_and_malformed_points_are_data_or_skipped_never_fatal() -> None:
+async def test_non_finite_values_and_malformed_points_are_skipped_never_fatal() -> None:
+    # Non-finite points never reach the store (issue 14): VictoriaMetrics's raw answers carry staleness
+    # markers (NaN), and a NaN between a counter's points hid its restart.
     store = Store()
     body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
         {"metric": {"__name__": "posttrain_loss", "job": "t", "instance": "b:1"},
-         "values": [[1.0, "NaN"], ["bad"], [2.0, "+Inf"], [3.0, "x"]]},
+         "values": [[1.0, "NaN"], ["bad"], [2.0, "+Inf"], [3.0, "x"], [4.0, "-Inf"], [5.0, "0.5"]]},
+        {"metric": {"__name__": "posttrain_rollouts_total", "job": "t", "instance": "b:1"},
+         "values": [[1.0, "1170.9"], [2.0, "NaN"], [3.0, "398.2"]]},
         {"metric": {"__name__": "posttrain_gpus", "job": "t", "instance": "b:1"}, "histograms": [[1.0, {}]]},
         "not a series",
     ]}}).encode()
     src = source(Answers(body), store)
     await src.scrape_once()
     (loss,) = store.series("b:1", "posttrain_loss")
-    assert [p[0] for p in loss.points()] == [1.0, 2.0]
-    assert math.isnan(loss.points()[0][1]) and loss.points()[1][1] == math.inf
+    assert loss.points() == [(5.0, 0.5)]
+    (rollouts,) = store.series("b:1", "posttrain_rollouts_total")
+    assert rollouts.points() == [(1.0, 1170.9), (3.0, 398.2)]
     assert store.series("b:1", "posttrain_gpus") == []
+    await src.aclose()
+
+
+async def test_every_query_asks_victoria_metrics_not_to_answer_from_its_cache() -> None:
+    # VictoriaMetrics answers an instant query within -search.latencyOffset (30 s) of now as of 30 s ago
+    # unless nocache=1 (issue 14, item 7); Prometheus ignores the parameter.
+    answers = Answers(fleet_answer(1_700_000_000.0))
+    src = source(answers, Store())
+    for _ in range(2):
+        await src.scrape_once()
+    assert answers.evaluations and answers.ranges and answers.raw_params
+    for params in [*answers.raw_params, *answers.evaluations, *answers.ranges]:
+        assert params.get("nocache") == "1", params
     await src.aclose()
 
 
@@ -944,7 +963,9 @@ async def test_a_run_filter_keeps_that_runs_targets_and_asks_for_that_run() -> N
     assert {h.name: h.up for h in src.health()} == {"a:1": True, "b:1": True}
     query = answers.evaluations[-1]["query"]
     assert 'histogram_quantile(0.99, sum by (le, run) (rate(posttrain_weight_sync_seconds_bucket[' in query
-    assert query.count('posttrain_run_info{run="alpha"}') == len(promql.instant_queries(60, run="x")) + 1
+    # Every query is alpha's: run info filtered in both branches of each join (a pushed group's own run, and
+    # the target's run info); the mean step time joins twice (its sum and its count).
+    assert query.count('posttrain_run_info{run="alpha"}') == 2 * (len(promql.instant_queries(60, run="x")) + 1)
     assert 'posttrain_run_info{run="alpha"}' in answers.ranges[-1]["query"]
     assert promql.string('alpha"') == '"alpha\\""'
     await src.aclose()
