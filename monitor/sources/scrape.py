@@ -111,7 +111,7 @@ class Scraper(Poller[_TargetState]):
         concurrency: int = 16,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
-        max_label_value_length: int | None = 4096,
+        max_label_value_length: int | None = schema.MAX_LABEL_VALUE_BYTES,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         max_lines: int | None = None,
     ) -> None:

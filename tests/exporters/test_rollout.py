@@ -374,8 +374,6 @@ async def test_a_worker_recording_an_oversized_env_is_still_scraped_whole() -> N
     assert dropped.last() == (pytest.approx(T0 + 100.0), 11.0)  # one drop a round, counted where ptmon sees it
 
 
-@pytest.mark.xfail(strict=True, reason="monitor/sources/scrape.py still passes max_label_value_length=4096; "
-                                       "it should default to schema.MAX_LABEL_VALUE_BYTES (the lead wires it)")
 async def test_a_5000_byte_env_reaches_the_screen() -> None:
     from tests.monitor.helpers import scrape_one_worker
 

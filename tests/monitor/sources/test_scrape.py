@@ -14,6 +14,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from ptmon.exporters import schema
 from ptmon.monitor.settings import Settings, Target
 from ptmon.monitor.sources import MAX_BACKOFF_S, Scraper, Source, backoff_delay, effective_timeout
 from ptmon.monitor.store import Store
@@ -123,7 +124,8 @@ FAILURES = [
     ("gzipbomb", gzip_bomb, "body exceeds 16 MiB"),
     ("badutf8", bad_utf8, "line 3: invalid UTF-8 (byte 0xff)"),
     ("garbage", garbage, "line 1: "),
-    ("longlabel", long_label, "line 1: label value of 100000 bytes exceeds the limit of 4096"),
+    ("longlabel", long_label,
+     f"line 1: label value of 100000 bytes exceeds the limit of {schema.MAX_LABEL_VALUE_BYTES}"),
 ]
 
 
