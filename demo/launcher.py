@@ -348,7 +348,7 @@ def file_sd_groups(endpoints: Sequence[Endpoint]) -> list[dict[str, Any]]:
     metrics carry those, see ``prometheus_config``).
     """
     return [{"targets": [e.address],
-             "labels": {"job": f"{schema.DEMO_JOB_PREFIX}{e.role}", schema.TARGET_NAME_LABEL: e.name}}
+             "labels": {schema.LABEL_JOB: f"{schema.DEMO_JOB_PREFIX}{e.role}", schema.TARGET_NAME_LABEL: e.name}}
             for e in endpoints]
 
 

@@ -70,3 +70,47 @@ def test_the_check_would_see_a_loose_name(tmp_path: Path) -> None:
                    f'x = "{CONTRACT[0].name}"  # posttrain_loss in a comment: fine\n')
     found = [n for _, t in code_strings(bad) for n in NAME.findall(t)]
     assert found == [CONTRACT[0].name]
+
+
+def _label_lookups(path: Path, labels: set[str]) -> list[tuple[int, str]]:
+    """Label names spelled where a series' labels are read or made: ``x["role"]``, ``x.get("role")``,
+    ``{"role": ...}``. (A column header or a word on screen that happens to read "role" is not a lookup.)"""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        keys: list[ast.expr] = []
+        if isinstance(node, ast.Subscript):
+            keys = [node.slice]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            keys = node.args[:1]
+        elif isinstance(node, ast.Dict):
+            keys = [k for k in node.keys if k is not None]
+        found += [(k.lineno, k.value) for k in keys
+                  if isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value in labels]
+    return found
+
+
+# Where the same words are keys of something else, not of a series' labels.
+NOT_LABELS = {
+    "monitor/config.py": "ptmon.toml keys (run =, role =) and CLI options",
+    "exporters/bridges/trl.py": "the exporter's identity arguments (run, model, algorithm)",
+    "demo/proc.py": "a child's announcement JSON (name, role, port)",
+}
+
+
+def test_label_names_are_spelled_only_in_the_schema() -> None:
+    labels = {getattr(schema, n) for n in dir(schema) if n.startswith("LABEL_")}
+    assert {"run", "role", "env", "outcome", "benchmark"} <= labels
+    offenders = [f"{path.relative_to(ROOT)}:{line}: {text!r}"
+                 for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+                 if path.relative_to(ROOT).as_posix() not in {"exporters/schema.py", *NOT_LABELS}
+                 for line, text in _label_lookups(path, labels)]
+    assert offenders == []
+
+
+def test_the_label_check_would_see_a_loose_label(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text('labels = {"role": "trainer"}\nx = labels["benchmark"]\ny = labels.get("env")\n'
+                   'header = "role"\n')
+    assert [t for _, t in _label_lookups(bad, {"role", "benchmark", "env"})] == ["role", "benchmark", "env"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from ptmon.exporters import schema
 from ptmon.monitor import promql
 from ptmon.monitor.dashboard import Point
 from ptmon.monitor.evaluated import PER_TARGET, Evaluated
@@ -87,7 +88,7 @@ def read_evaluation(*, at: float, window: float, range_s: float, vector: list[di
             if name is None:
                 continue
             if key == "gpus":
-                gpus.append((name, str(metric.get("role") or ""), value))
+                gpus.append((name, str(metric.get(schema.LABEL_ROLE) or ""), value))
             else:
                 by_target[key][name] = value
         else:
