@@ -8,23 +8,13 @@ from typing import TypeVar
 from prometheus_client import CollectorRegistry
 
 from ptmon.exporters.schema import EXPORTER_ERRORS, MetricSpec
+from tests.support.clock import FakeClock
 
 __all__ = ["FakeClock", "exporter", "value", "errors"]
 
 E = TypeVar("E")
 
 
-class FakeClock:
-    """A clock the test moves by hand, so durations and GPU-seconds are exact."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def exporter(cls: Callable[..., E], **overrides: object) -> E:

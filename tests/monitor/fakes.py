@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from ptmon.monitor.alerts import evaluate
 from ptmon.monitor.dashboard import Alert, Dashboard, EvalPoint, TargetHealth, WorkerRow
 from ptmon.monitor.settings import Thresholds
+from tests.support.clock import FakeClock
 
 __all__ = ["FakeClock", "FakeFeed", "HOSTILE", "T0"]
 
@@ -33,22 +34,13 @@ HOSTILE = {
 }
 
 
-@dataclass
-class FakeClock:
-    now: float = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass
 class FakeFeed:
     """Implements monitor.feed.Feed; records what the app asked of it."""
 
-    clock: FakeClock = field(default_factory=FakeClock)
+    clock: FakeClock = field(default_factory=lambda: FakeClock(T0))
     workers: int = 6
     run_age_s: float = 3 * 3600 + 12 * 60  # the run started this long before T0
     hostile: bool = False

@@ -13,18 +13,15 @@ from ptmon.exporters.serve import serve
 from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.live import LiveFeed
 from ptmon.monitor.settings import Settings, Target
+from tests.support.clock import FakeClock
 
 __all__ = ["Clock", "T0", "scrape_one_worker"]
 
 T0 = 1000.0
 
 
-class Clock:
-    def __init__(self, t: float = T0) -> None:
-        self.t = t
+Clock = FakeClock  # the suite's one clock, under the name these tests know
 
-    def __call__(self) -> float:
-        return self.t
 
 
 async def scrape_one_worker(record_round: Callable[[RolloutExporter], None], *, rounds: int = 11,

@@ -24,14 +24,15 @@ from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.feed import Feed
 from ptmon.monitor.settings import WINDOWS_S
 from ptmon.monitor.widgets import Card, Chart, HelpScreen, SparkCell, StatusHeader
-from tests.monitor.fakes import HOSTILE, FakeClock, FakeFeed
+from tests.monitor.fakes import HOSTILE, T0, FakeFeed
 from tests.monitor.screen import screen_lines, screen_text
+from tests.support.clock import FakeClock
 
 WIDE, SMALL = (160, 48), (80, 24)
 
 
 def make_app(**feed_options) -> tuple[PtmonApp, FakeFeed, FakeClock]:
-    clock = FakeClock()
+    clock = FakeClock(T0)
     feed = FakeFeed(clock=clock, **feed_options)
     return PtmonApp(feed, clock=clock, interval_s=1.0, window_s=300.0), feed, clock
 
@@ -86,7 +87,7 @@ async def test_unknown_numbers_show_a_dash_not_zero() -> None:
         def build(self, *, window_s: float) -> Dashboard:
             return Dashboard(now=self.clock(), window_s=window_s, interval_s=1.0)
 
-    clock = FakeClock()
+    clock = FakeClock(T0)
     app = PtmonApp(EmptyFeed(clock=clock), clock=clock)
     async with app.run_test(size=WIDE) as pilot:
         await settle(pilot)
@@ -380,7 +381,7 @@ async def test_a_new_critical_alert_raises_one_error_notification() -> None:
             notes.append((severity, message))
             super().notify(message, severity=severity, **kw)
 
-    clock = FakeClock()
+    clock = FakeClock(T0)
     feed = FakeFeed(clock=clock)
     app = Recording(feed, clock=clock)
     async with app.run_test(size=WIDE, notifications=True) as pilot:
@@ -443,7 +444,7 @@ class SlowFeed(FakeFeed):
 
 
 async def test_keys_are_handled_while_a_poll_is_in_flight_and_polls_never_overlap() -> None:
-    clock = FakeClock()
+    clock = FakeClock(T0)
     feed = SlowFeed(0.3, clock=clock)
     app = PtmonApp(feed, clock=clock, interval_s=0.5)
     async with app.run_test(size=WIDE) as pilot:
@@ -485,7 +486,7 @@ async def test_a_feed_error_is_shown_and_the_next_poll_recovers() -> None:
                 raise RuntimeError("store exploded [bold]")
             return await super().dashboard(window_s=window_s)
 
-    await shown_then_recovered(FlakyFeed(clock=FakeClock()),
+    await shown_then_recovered(FlakyFeed(clock=FakeClock(T0)),
                                shown="feed error: RuntimeError: store exploded [bold]", gone="feed error")
 
 
@@ -497,7 +498,7 @@ async def test_a_dashboard_the_widgets_choke_on_is_reported_and_polling_goes_on(
             d = await super().dashboard(window_s=window_s)
             return replace(d, workers=(object(),)) if self.bad else d  # type: ignore[arg-type]
 
-    await shown_then_recovered(OddFeed(clock=FakeClock()), shown="display: AttributeError", gone="display:")
+    await shown_then_recovered(OddFeed(clock=FakeClock(T0)), shown="display: AttributeError", gone="display:")
 
 
 async def test_resizing_switches_between_compact_and_wide_layouts() -> None:

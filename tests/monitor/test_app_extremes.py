@@ -21,8 +21,9 @@ from ptmon.monitor.app import PtmonApp
 from ptmon.monitor.dashboard import Dashboard, EvalPoint
 from ptmon.monitor.widgets import Card, Chart, ChartData, SparkCell
 from ptmon.monitor.widgets import chart as chart_module
-from tests.monitor.fakes import FakeClock, FakeFeed
+from tests.monitor.fakes import T0, FakeFeed
 from tests.monitor.screen import screen_text
+from tests.support.clock import FakeClock
 
 WIDE, SMALL = (160, 48), (80, 24)
 BIGS = {"2^53": 2.0**53, "1e16": 1e16}
@@ -96,7 +97,7 @@ def _assert_numbers_short(app: PtmonApp) -> None:
 @pytest.mark.parametrize("case", ["2^53", "1e16", "1e308", "swinging"])
 async def test_extreme_numbers_draw_in_the_wide_and_compact_layouts_through_resizes(
         case: str, start: tuple[int, int]) -> None:
-    clock = FakeClock()
+    clock = FakeClock(T0)
     feed = ExtremeFeed(clock=clock, case=case)
     app = PtmonApp(feed, clock=clock, interval_s=1.0, window_s=300.0)
     other = SMALL if start == WIDE else WIDE
@@ -129,7 +130,7 @@ async def test_a_widget_that_cannot_draw_says_so_and_the_rest_keeps_drawing(monk
         return real_plot(data, **kw)
 
     monkeypatch.setattr(chart_module, "plot", plot)
-    clock = FakeClock()
+    clock = FakeClock(T0)
     feed = FakeFeed(clock=clock)
     app = PtmonApp(feed, clock=clock, interval_s=1.0, window_s=300.0)
     async with app.run_test(size=WIDE) as pilot:

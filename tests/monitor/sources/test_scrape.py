@@ -19,6 +19,7 @@ from ptmon.monitor.settings import Settings, Target
 from ptmon.monitor.sources import MAX_BACKOFF_S, Scraper, Source, backoff_delay, effective_timeout
 from ptmon.monitor.store import Store
 from tests.monitor.sources.peers import http_server, raw_peer, send
+from tests.support.clock import FakeClock
 
 GOOD_BODY = b"# TYPE up_total counter\nup_total 7\nqueue_depth{q=\"a\"} 3\nqueue_depth{q=\"b\"} 4\n"
 NOW = 1_700_000_000.0
@@ -28,12 +29,6 @@ def target(name: str, **kw: object) -> Target:
     return Target(name=name, url=f"http://{name}:9100/metrics", **kw)  # type: ignore[arg-type]
 
 
-class Clock:
-    def __init__(self, t: float = NOW) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def by_host(routes: dict[str, Callable[[httpx.Request], object]]) -> httpx.MockTransport:
@@ -134,7 +129,7 @@ async def test_a_failing_target_is_down_with_a_clear_error_and_the_other_keeps_i
     name: str, handler: Callable[[httpx.Request], object], error: str
 ) -> None:
     store = Store()
-    scraper = Scraper([target("good"), target(name)], store=store, timeout_s=0.05, clock=Clock(),
+    scraper = Scraper([target("good"), target(name)], store=store, timeout_s=0.05, clock=FakeClock(NOW),
                       transport=by_host({"good": ok, name: handler}))
     async with scraper:
         await scraper.scrape_once()
@@ -174,7 +169,7 @@ async def test_one_round_with_every_failure_at_once_leaves_the_good_target_intac
     routes["manyseries"] = many_series
     store = Store()
     names = ["good", *(f[0] for f in FAILURES), "manyseries"]
-    scraper = Scraper([target(n) for n in names], store=store, timeout_s=0.2, clock=Clock(),
+    scraper = Scraper([target(n) for n in names], store=store, timeout_s=0.2, clock=FakeClock(NOW),
                       transport=by_host(routes))
     async with scraper:
         await scraper.scrape_once()
@@ -191,7 +186,7 @@ async def test_one_round_with_every_failure_at_once_leaves_the_good_target_intac
 
 async def test_100k_series_keeps_the_first_20k_marks_the_target_down_and_spares_the_others() -> None:
     store = Store()
-    scraper = Scraper([target("good"), target("flood")], store=store, clock=Clock(),
+    scraper = Scraper([target("good"), target("flood")], store=store, clock=FakeClock(NOW),
                       transport=by_host({"good": ok, "flood": many_series}))
     async with scraper:
         await scraper.scrape_once()
@@ -225,7 +220,7 @@ async def test_gzip_body_is_accepted_and_requested() -> None:
                               headers={"content-encoding": "gzip"})
 
     store = Store()
-    scraper = Scraper([target("good")], store=store, clock=Clock(), transport=httpx.MockTransport(gz))
+    scraper = Scraper([target("good")], store=store, clock=FakeClock(NOW), transport=httpx.MockTransport(gz))
     async with scraper:
         await scraper.scrape_once()
     assert_good(scraper, store)
@@ -248,7 +243,7 @@ async def test_openmetrics_content_type_selects_the_openmetrics_parser() -> None
     transport = httpx.MockTransport(lambda r: httpx.Response(
         200, content=body, headers={"content-type": "application/openmetrics-text; version=1.0.0"}))
     store = Store()
-    scraper = Scraper([target("om")], store=store, transport=transport, clock=Clock())
+    scraper = Scraper([target("om")], store=store, transport=transport, clock=FakeClock(NOW))
     async with scraper:
         await scraper.scrape_once()
     assert scraper.health()[0].up is True
@@ -257,7 +252,7 @@ async def test_openmetrics_content_type_selects_the_openmetrics_parser() -> None
 
 
 async def test_samples_are_stored_at_the_clock_time_of_the_scrape() -> None:
-    clock = Clock()
+    clock = FakeClock(NOW)
     store = Store()
     scraper = Scraper([target("good")], store=store, clock=clock, transport=httpx.MockTransport(ok))
     async with scraper:
@@ -514,7 +509,7 @@ async def test_real_http_round_trip_against_prometheus_client_on_loopback(export
     store = Store()
     live = target_from_url(exporter)
     dead = target_from_url(f"127.0.0.1:{_closed_port()}")
-    scraper = Scraper([live, dead], store=store, clock=Clock())
+    scraper = Scraper([live, dead], store=store, clock=FakeClock(NOW))
     async with scraper:
         await scraper.scrape_once()
     up, down = scraper.health()
@@ -616,7 +611,8 @@ async def test_the_projects_trainer_exporter_over_real_tls_gives_the_recorded_nu
         pass
     store = Store()
     with serve(trainer.registry, certfile=cert, keyfile=key) as server:
-        scraper = Scraper([Target("trainer", server.url, role="trainer", ca_file=cert)], store=store, clock=Clock())
+        scraper = Scraper([Target("trainer", server.url, role="trainer", ca_file=cert)], store=store,
+                          clock=FakeClock(NOW))
         async with scraper:
             await scraper.scrape_once()
     (health,) = scraper.health()
@@ -661,7 +657,7 @@ async def test_a_redirect_is_followed_without_reading_its_body() -> None:
         return ok(request)
 
     store = Store()
-    scraper = Scraper([target("good")], store=store, clock=Clock(), transport=httpx.MockTransport(handler))
+    scraper = Scraper([target("good")], store=store, clock=FakeClock(NOW), transport=httpx.MockTransport(handler))
     async with scraper:
         await scraper.scrape_once()
     assert seen == ["/metrics", "/metrics/"]
@@ -699,7 +695,7 @@ async def test_real_starlette_style_mount_redirect_on_loopback() -> None:
 
     with http_server(respond) as port:
         store = Store()
-        scraper = Scraper([Target("good", f"http://127.0.0.1:{port}/metrics")], store=store, clock=Clock())
+        scraper = Scraper([Target("good", f"http://127.0.0.1:{port}/metrics")], store=store, clock=FakeClock(NOW))
         async with scraper:
             await scraper.scrape_once()
         assert_good(scraper, store)
@@ -714,7 +710,7 @@ async def test_a_flood_beyond_ten_times_the_series_cap_is_refused_unparsed() -> 
         return lambda request: httpx.Response(200, content=body)
 
     store = Store(max_series=100)
-    scraper = Scraper([target("good"), target("wide"), target("flood")], store=store, clock=Clock(),
+    scraper = Scraper([target("good"), target("wide"), target("flood")], store=store, clock=FakeClock(NOW),
                       transport=by_host({"good": ok, "wide": flood(1_000), "flood": flood(1_001)}))
     async with scraper:
         await scraper.scrape_once()
@@ -886,7 +882,7 @@ async def test_a_multi_member_gzip_body_is_read_whole_and_trailing_garbage_is_an
         store = Store()
         scraper = Scraper([Target(n, f"http://127.0.0.1:{p}/metrics") for n, p in
                            (("good", whole), ("padded", padded), ("garbage", garbage), ("cut", cut))],
-                          store=store, clock=Clock())
+                          store=store, clock=FakeClock(NOW))
         async with scraper:
             await scraper.scrape_once()
     assert_good(scraper, store)
