@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
-from ptmon.exporters import schema
+from ptmon.exporters import TrainerExporter, schema
+from ptmon.exporters.serve import serve
 from ptmon.monitor.build import build_dashboard
+from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.evaluated import Evaluated
+from ptmon.monitor.live import LiveFeed
 from ptmon.monitor.parse import Sample
 from ptmon.monitor.sections.sync import clamp, sync_bounds
-from ptmon.monitor.settings import Settings
+from ptmon.monitor.settings import Settings, Target
 from ptmon.monitor.store import Store
+from tests.monitor.helpers import T0, Clock
 from tests.monitor.test_build import NOW, SYNC_TIMES, WINDOW, S, fill
 
 SPEC = schema.WEIGHT_SYNC_SECONDS
@@ -74,3 +80,55 @@ def test_bounds_and_clamp() -> None:
     assert clamp(None, 1.0, 2.0) is None
     assert clamp(5.0, None, None) == 5.0
     assert clamp(5.0, 1.0, 2.0) == 2.0 and clamp(0.5, 1.0, 2.0) == 1.0 and clamp(1.5, 1.0, 2.0) == 1.5
+
+
+# --- a real trainer exporter over loopback: milliseconds, and failures timed apart (issue 13 item 3) ----
+
+async def scrape_a_trainer(sync_s: float, *, per_round: int = 1, failures_in: tuple[int, ...] = (),
+                           rounds: int = 11, step_s: float = 10.0) -> Dashboard:
+    """A real TrainerExporter on loopback: each round ``per_round`` syncs of ``sync_s`` (plus a 0.5 ms failed one in the
+    rounds ``failures_in``), then one scrape; the Dashboard over the whole run."""
+    wall = Clock(T0)
+    mono = Clock(0.0)
+    trainer = TrainerExporter(run="r", model="m", algorithm="grpo", clock=mono, wall_clock=wall)
+    server = serve(trainer.registry)
+    feed = LiveFeed(Settings(targets=(Target(name="t", url=server.url),), interval_s=step_s, timeout_s=2.0),
+                    clock=wall)
+    try:
+        for i in range(rounds):
+            wall.t = T0 + step_s * i
+            for _ in range(per_round):
+                with trainer.weight_sync(version=i + 1):
+                    mono.t += sync_s
+            if i in failures_in:
+                with contextlib.suppress(ConnectionError), trainer.weight_sync(version=99):
+                    mono.t += 0.0005
+                    raise ConnectionError("broadcast: peer gone")
+            await feed.collect_once()
+        return await feed.dashboard(window_s=step_s * (rounds - 1))
+    finally:
+        await feed.aclose()
+        server.close()
+
+
+async def test_a_15_ms_sync_reads_in_its_bucket_not_the_old_25_ms() -> None:
+    # Three syncs between scrapes, so only the buckets speak (the bounds are 0 and their 45 ms sum).
+    # Old buckets: everything under 50 ms read p50 25 ms, p99 49.5 ms. Now (8, 16] ms holds them:
+    # p50 = 8 + 0.5 x 8 = 12 ms, p99 = 8 + 0.99 x 8 = 15.92 ms.
+    d = await scrape_a_trainer(0.015, per_round=3)
+    assert d.weight_sync_p50_s == pytest.approx(0.012)
+    assert d.weight_sync_p99_s == pytest.approx(0.01592)
+    # One sync between scrapes: its exact duration pins every quantile.
+    one = await scrape_a_trainer(0.015)
+    for q in (one.weight_sync_p50_s, one.weight_sync_p90_s, one.weight_sync_p99_s):
+        assert q == pytest.approx(0.015)
+
+
+async def test_failed_syncs_never_move_the_success_quantiles() -> None:
+    clean = await scrape_a_trainer(0.015, per_round=3)
+    failing = await scrape_a_trainer(0.015, per_round=3, failures_in=(4, 5))
+    assert failing.weight_sync_failures == 2
+    assert (failing.weight_sync_p50_s, failing.weight_sync_p90_s, failing.weight_sync_p99_s) == (
+        clean.weight_sync_p50_s, clean.weight_sync_p90_s, clean.weight_sync_p99_s)
+    assert failing.weight_sync_count == clean.weight_sync_count == 27  # those after the window's first scrape
+    assert failing.weight_sync_last_s == pytest.approx(0.015)
