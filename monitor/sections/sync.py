@@ -11,8 +11,10 @@ from ptmon.monitor.dashboard import Point
 from ptmon.monitor.evaluated import prefer
 from ptmon.monitor.histograms import buckets_by_le, histogram_pairs, paired_deltas, quantiles_over_window
 from ptmon.monitor.sections.context import Context
+from ptmon.monitor.store import Series
+from ptmon.monitor.window import Window
 
-__all__ = ["SyncFields", "clamp", "sync_bounds", "weight_sync"]
+__all__ = ["SyncFields", "clamp", "failures_after", "sync_bounds", "weight_sync"]
 
 
 class SyncFields(TypedDict):
@@ -24,6 +26,7 @@ class SyncFields(TypedDict):
     weight_sync_count: float | None
     weight_sync_bytes_per_s: float | None
     weight_sync_failures: float | None
+    weight_sync_failures_in_a_row: float | None
     weight_sync_series: tuple[Point, ...]
     sync_events: tuple[float, ...]
 
@@ -45,6 +48,7 @@ def weight_sync(ctx: Context) -> SyncFields:
                        for t, ds, dc in paired_deltas(su.points(None, w.end), co.points(None, w.end))
                        if math.isfinite(v := ds / dc))
         last = older[-1][1] if older else None
+    failures = [s for n in names for s in ctx.series(n, exposed.SYNC_FAILURES)]
     return SyncFields(
         weight_sync_p50_s=clamp(prefer(ctx.served("sync_p50"), p50), lo, hi),
         weight_sync_p90_s=clamp(prefer(ctx.served("sync_p90"), p90), lo, hi),
@@ -53,7 +57,8 @@ def weight_sync(ctx: Context) -> SyncFields:
         weight_sync_max_s=max(v for _, v in syncs) if syncs else None,
         weight_sync_count=w.raw_increase_sum(co for _, co in pairs),
         weight_sync_bytes_per_s=prefer(ctx.served("sync_bytes"), ctx.rate_sum(exposed.SYNC_BYTES)),
-        weight_sync_failures=w.raw_increase_sum(s for n in names for s in ctx.series(n, exposed.SYNC_FAILURES)),
+        weight_sync_failures=w.raw_increase_sum(failures),
+        weight_sync_failures_in_a_row=failures_after(failures, syncs[-1][0] if syncs else None, w),
         weight_sync_series=tuple(syncs),
         sync_events=tuple(t for t, _ in syncs),
     )
@@ -84,3 +89,18 @@ def clamp(q: float | None, lo: float | None, hi: float | None) -> float | None:
     if lo is not None:
         q = max(q, lo)
     return q
+
+
+def failures_after(failures: list[Series], last_success: float | None, w: Window) -> float | None:
+    """Failed syncs in the window counted at scrapes after the last one that saw a success: the run of
+    failures still going on (a scrape seeing both counts none of its failures: which came last is unknown).
+    None without a failure counter."""
+    if not failures:
+        return None
+    total = 0.0
+    for s in failures:
+        pts = w.pts(s)
+        for (_, a), (t, b) in zip(pts, pts[1:], strict=False):
+            if last_success is None or t > last_success:
+                total += b if b < a else b - a  # a reset restarts the counter from 0
+    return total

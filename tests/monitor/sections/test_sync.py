@@ -8,13 +8,14 @@ import pytest
 
 from ptmon.exporters import TrainerExporter, schema
 from ptmon.exporters.serve import serve
+from ptmon.monitor.alerts import evaluate
 from ptmon.monitor.build import build_dashboard
 from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.live import LiveFeed
 from ptmon.monitor.parse import Sample
 from ptmon.monitor.sections.sync import clamp, sync_bounds
-from ptmon.monitor.settings import Settings, Target
+from ptmon.monitor.settings import Settings, Target, Thresholds
 from ptmon.monitor.store import Store
 from tests.monitor.helpers import T0, Clock
 from tests.monitor.test_build import NOW, SYNC_TIMES, WINDOW, S, fill
@@ -132,3 +133,21 @@ async def test_failed_syncs_never_move_the_success_quantiles() -> None:
         clean.weight_sync_p50_s, clean.weight_sync_p90_s, clean.weight_sync_p99_s)
     assert failing.weight_sync_count == clean.weight_sync_count == 27  # those after the window's first scrape
     assert failing.weight_sync_last_s == pytest.approx(0.015)
+
+
+def test_failures_since_the_last_success_are_counted_as_a_run() -> None:
+    # Successes at 1060, 1120, 1180, then one failure a scrape (every 10 s, 1190..1300): 12 since the last
+    # success, all of the window's failures, and 12 of 15 attempts.
+    def gen(t: float) -> list[Sample]:
+        base = syncs_in((1.0, 5.0), (1.0, 2.0, 3.0), at=(1060.0, 1120.0, 1180.0))(t)
+        return [*base, S(schema.WEIGHT_SYNC_FAILURES.name, max(0.0, (t - 1180.0) // 10))]
+    d = build(gen)
+    assert d.weight_sync_failures == 12
+    assert d.weight_sync_failures_in_a_row == 12
+    assert {a.name: a.level for a in evaluate(d, Thresholds())}.get("weight_sync_failing") == "critical"
+
+
+async def test_failures_followed_by_a_success_are_no_run() -> None:
+    d = await scrape_a_trainer(0.015, failures_in=(4, 5))
+    assert d.weight_sync_failures == 2 and d.weight_sync_failures_in_a_row == 0
+    assert {a.name: a.level for a in evaluate(d, Thresholds())}.get("weight_sync_failing") == "warn"
