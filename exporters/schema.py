@@ -59,6 +59,7 @@ __all__ = [
     "WEIGHT_SYNC_SECONDS",
     "WEIGHT_SYNC_BYTES",
     "WEIGHT_SYNC_FAILURES",
+    "WEIGHT_SYNC_FAILURE_SECONDS",
     "TRAINER_DROPPED",
     "SAMPLE_STALENESS",
     "LOSS",
@@ -154,8 +155,11 @@ DEFAULT_GPU_HOUR_PRICE: Final = 3.00
 
 # Step times run from sub-second (small SFT) to minutes (large RL steps).
 STEP_SECONDS_BUCKETS: Final = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
-# Weight sync: 1T params over RDMA ~1.3 s, 70B over gloo minutes: 50 ms .. 5 min.
-WEIGHT_SYNC_SECONDS_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+# Weight sync: CUDA-IPC and colocated syncs in ms, 1T params over RDMA ~1.3 s, 70B over gloo minutes. A 2x
+# ladder from 1 ms to 1048.576 s (past 10 min): every bucket is 2x the one below, so linear interpolation
+# is off by less than 2x anywhere in range, in 21 buckets (a 1-2-5 ladder has 2.5x steps and more
+# buckets for the same span). 0.001 x 2**k is exact scaling of 0.001, so each bound prints cleanly.
+WEIGHT_SYNC_SECONDS_BUCKETS: Final = tuple(0.001 * 2.0**k for k in range(21))
 # A rollout is one episode: a short completion to a long agentic trajectory.
 ROLLOUT_SECONDS_BUCKETS: Final = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 # Rewards are usually in [-1, 1]; exporters take other buckets by keyword.
@@ -221,11 +225,16 @@ TRAINER_LAST_STEP_TIMESTAMP = MetricSpec("posttrain_trainer_last_step_timestamp_
 POLICY_VERSION = MetricSpec("posttrain_policy_version", "gauge",
                             "Policy version the trainer last published to the rollout side.")
 WEIGHT_SYNC_SECONDS = MetricSpec("posttrain_weight_sync_seconds", "histogram",
-                                 "End-to-end trainer-to-inference weight sync time, one observation per sync.",
+                                 "End-to-end trainer-to-inference weight sync time, one observation per successful"
+                                 " sync.",
                                  unit="seconds", buckets=WEIGHT_SYNC_SECONDS_BUCKETS)
 WEIGHT_SYNC_BYTES = MetricSpec("posttrain_weight_sync_bytes_total", "counter",
                                "Bytes of weights sent by successful weight syncs.", unit="bytes")
 WEIGHT_SYNC_FAILURES = MetricSpec("posttrain_weight_sync_failures_total", "counter", "Weight syncs that raised.")
+# Failed syncs are timed apart from the latency histogram: a sync that fails at once would pull the
+# success quantiles down, one that times out after minutes up; the time lost still shows here.
+WEIGHT_SYNC_FAILURE_SECONDS = MetricSpec("posttrain_weight_sync_failure_seconds_total", "counter",
+                                         "Wall time spent in weight syncs that raised.", unit="seconds")
 TRAINER_DROPPED = MetricSpec("posttrain_trainer_dropped_samples_total", "counter",
                              "Samples the trainer discarded instead of training on, by reason.", labels=("reason",))
 # Staleness as measured where samples are consumed (the trainer or a framework), next to the monitor's own
@@ -282,8 +291,8 @@ EXPORTER_ERRORS = MetricSpec("posttrain_exporter_errors_total", "counter",
 
 CONTRACT: Final[tuple[MetricSpec, ...]] = (
     RUN_INFO, TRAINER_STEPS, TRAINER_STEP_SECONDS, TRAINER_TOKENS, TRAINER_LAST_STEP_TIMESTAMP,
-    POLICY_VERSION, WEIGHT_SYNC_SECONDS, WEIGHT_SYNC_BYTES, WEIGHT_SYNC_FAILURES, TRAINER_DROPPED,
-    SAMPLE_STALENESS, LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE,
+    POLICY_VERSION, WEIGHT_SYNC_SECONDS, WEIGHT_SYNC_BYTES, WEIGHT_SYNC_FAILURES, WEIGHT_SYNC_FAILURE_SECONDS,
+    TRAINER_DROPPED, SAMPLE_STALENESS, LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE,
     ROLLOUTS, ROLLOUT_TOKENS, ROLLOUT_SECONDS, ROLLOUT_REWARD, ROLLOUT_REWARD_POSITIVE,
     ROLLOUT_REWARD_NEGATIVE, ROLLOUT_POLICY_VERSION,
     EVAL_SCORE, EVAL_POLICY_VERSION, EVAL_SAMPLES,

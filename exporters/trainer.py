@@ -12,9 +12,11 @@ Choices where the contract is silent:
 - before the first step, the last-step timestamp holds the exporter's start
   time, so a trainer stuck in its first step still ages like a stalled one;
 - loss/kl/entropy/grad_norm/learning_rate appear on their first report;
-- a weight sync is observed in ``posttrain_weight_sync_seconds`` whether it
-  succeeded or failed (the trainer spent that time either way: a sync that
-  times out after five minutes must show in the latency), while bytes and the
+- a successful weight sync is observed in ``posttrain_weight_sync_seconds``; a
+  failed one counts in ``posttrain_weight_sync_failures_total`` and its time in
+  ``posttrain_weight_sync_failure_seconds_total`` (the trainer spent it: a sync
+  that times out after five minutes must show), never in the latency histogram
+  (a broadcast failing at once would pull the quantiles down); bytes and the
   policy version only move on success.
 
 Numbers measured elsewhere (a framework's per-step log, a callback) go in
@@ -49,6 +51,7 @@ from ptmon.exporters.schema import (
     TRAINER_STEPS,
     TRAINER_TOKENS,
     WEIGHT_SYNC_BYTES,
+    WEIGHT_SYNC_FAILURE_SECONDS,
     WEIGHT_SYNC_FAILURES,
     WEIGHT_SYNC_SECONDS,
 )
@@ -97,10 +100,12 @@ class _WeightSync:
                  tb: TracebackType | None) -> Literal[False]:
         exporter = self._exporter
         try:
-            exporter._sync_observe(max(0.0, exporter._clock() - self._start))
+            seconds = max(0.0, exporter._clock() - self._start)
             if exc_type is not None:
                 exporter._sync_failures_inc(1)
+                exporter._sync_failure_seconds_inc(seconds)
             else:
+                exporter._sync_observe(seconds)
                 if self._nbytes is not None:
                     exporter._sync_bytes_inc(self._nbytes)
                 if self._version is not None:
@@ -108,6 +113,20 @@ class _WeightSync:
         except Exception as error:  # noqa: BLE001
             exporter._dropped("weight_sync", error)
         return False  # the training code's exception, if any, propagates untouched
+
+
+def _sync_buckets(buckets: Iterable[float] | None) -> tuple[float, ...]:
+    """The sync histogram's bounds: the contract's, or the caller's when they are usable (else ValueError,
+    at construction, never in the loop)."""
+    if buckets is None:
+        return WEIGHT_SYNC_SECONDS.buckets
+    bounds = tuple(float(b) for b in buckets)
+    if bounds and bounds[-1] == float("inf"):
+        bounds = bounds[:-1]
+    if not bounds or any(not 0.0 < b < float("inf") for b in bounds) or any(
+            a >= b for a, b in zip(bounds, bounds[1:], strict=False)):
+        raise ValueError(f"weight_sync_buckets must be increasing, finite and positive seconds, got {buckets!r}")
+    return bounds
 
 
 class TrainerExporter(BaseExporter):
@@ -120,7 +139,10 @@ class TrainerExporter(BaseExporter):
     def __init__(self, *, run: str | None = None, model: str | None = None, algorithm: str | None = None,
                  gpus: float | None = None, gpu_hour_price: float | None = None,
                  registry: CollectorRegistry | None = None, clock: Clock = time.monotonic,
-                 wall_clock: Clock = time.time) -> None:
+                 wall_clock: Clock = time.time, weight_sync_buckets: Iterable[float] | None = None) -> None:
+        """``weight_sync_buckets``: the latency histogram's upper bounds in seconds (increasing, finite,
+        positive; +Inf is added), for syncs outside ``schema.WEIGHT_SYNC_SECONDS_BUCKETS``' 1 ms-17 min."""
+        buckets = _sync_buckets(weight_sync_buckets)
         super().__init__(run=run, model=model, algorithm=algorithm, gpus=gpus, gpu_hour_price=gpu_hour_price,
                          registry=registry, clock=clock)
         self._wall_clock = wall_clock
@@ -133,9 +155,10 @@ class TrainerExporter(BaseExporter):
         self._policy_gauge_set = _build.gauge(POLICY_VERSION, reg, multiprocess_mode="max").set
         self._policy_now: float | None = None  # staleness of consumed samples is measured against it
         self._policy_set: Callable[[float], None] = self._set_policy
-        self._sync_observe = _build.fast_observe(_build.histogram(WEIGHT_SYNC_SECONDS, reg))
+        self._sync_observe = _build.fast_observe(_build.histogram(WEIGHT_SYNC_SECONDS, reg, buckets=buckets))
         self._sync_bytes_inc = _build.fast_inc(_build.counter(WEIGHT_SYNC_BYTES, reg))
         self._sync_failures_inc = _build.fast_inc(_build.counter(WEIGHT_SYNC_FAILURES, reg))
+        self._sync_failure_seconds_inc = _build.fast_inc(_build.counter(WEIGHT_SYNC_FAILURE_SECONDS, reg))
         # Before the first step the timestamp holds the start time: a trainer stuck in its first step
         # (or still loading) then ages like a stalled one instead of looking 56 years stale.
         self._last_step_set(wall_clock())
@@ -268,18 +291,20 @@ class TrainerExporter(BaseExporter):
 
     def record_weight_sync(self, *, seconds: float, nbytes: float | None = None, version: float | None = None,
                            ok: bool = True) -> None:
-        """One weight sync timed elsewhere, with ``weight_sync()``'s rules: the time is observed either way;
-        on success the bytes are counted and the policy version set, on failure the failure is counted."""
+        """One weight sync timed elsewhere, with ``weight_sync()``'s rules: on success the time is observed,
+        the bytes counted and the policy version set; on failure the failure and its time are counted."""
         try:
             bad = False
             checked = as_count(seconds)
             if checked is None:
                 bad = True
-            else:
-                self._sync_observe(checked)
             if not ok:
                 self._sync_failures_inc(1)
+                if checked is not None:
+                    self._sync_failure_seconds_inc(checked)
             else:
+                if checked is not None:
+                    self._sync_observe(checked)
                 if nbytes is not None:
                     sent = as_count(nbytes)
                     if sent is None:

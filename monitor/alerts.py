@@ -29,6 +29,7 @@ RULE_CARDS: Mapping[str, str | None] = MappingProxyType({
     "target_down": None,
     "trainer_stalled": "trainer",
     "weight_sync_slow": "sync",
+    "weight_sync_failing": "sync",
     "staleness": "staleness",
     "rollout_rate_drop": "rollout",
     "marginal_ipd": "ipd",
@@ -93,6 +94,8 @@ def _candidates(d: Dashboard, th: Thresholds, marginal_k: int) -> Iterable[tuple
         level, limit = above
         yield "weight_sync_slow", level, f"weight-sync p99 {_fmt(p99)} s > {_fmt(limit)} s", None
 
+    yield from _sync_failing(d, th)
+
     lag = d.staleness_max
     above = _above(lag, th.staleness_warn, th.staleness_critical)
     if above and lag is not None:
@@ -130,6 +133,22 @@ def _stale_push(d: Dashboard, th: Thresholds) -> Iterable[tuple[str, Level, str,
                f"last eval pushed {fmt_duration(d.now - d.eval_pushed_at)} ago "
                f"(over {fmt_duration(th.eval_push_max_age_s)}): "
                "is the eval job still running?", None)
+
+
+def _sync_failing(d: Dashboard, th: Thresholds) -> Iterable[tuple[str, Level, str, str | None]]:
+    """Any failed sync in the window warns; a share of the attempts, or a run since the last success, is
+    critical (a failed sync publishes no version, so staleness alone never shows it)."""
+    failed = d.weight_sync_failures
+    if not failed or failed <= 0:
+        return
+    attempts = failed + (d.weight_sync_count or 0.0)
+    share = failed / attempts
+    row = d.weight_sync_failures_in_a_row or 0.0
+    critical = share >= th.weight_sync_failure_share_critical or row >= th.weight_sync_failures_in_a_row_critical
+    level: Level = "critical" if critical else "warn"
+    run = f", {row:.0f} since the last success" if row > 0 else ""
+    yield ("weight_sync_failing", level,
+           f"{failed:.0f} of {attempts:.0f} weight syncs failed in the window ({share:.0%}{run})", None)
 
 
 def evaluate(dashboard: Dashboard, thresholds: Thresholds, *, previous: Iterable[Alert] = (),

@@ -121,6 +121,7 @@ class Dashboard:
     weight_sync_count: float | None = None  # syncs in the window
     weight_sync_bytes_per_s: float | None = None
     weight_sync_failures: float | None = None  # failures in the window
+    weight_sync_failures_in_a_row: float | None = None  # failures in the window after its last success
 
     # staleness (trainer policy version - worker policy version)
     policy_version: float | None = None

@@ -176,6 +176,10 @@ class Thresholds:
 
     weight_sync_p99_warn_s: float = 30.0
     weight_sync_p99_critical_s: float = 120.0
+    # weight_sync_failing: any failed sync in the window warns; critical at this share of the window's
+    # attempts, or this many failures since the last success (a dead peer fails every broadcast at once).
+    weight_sync_failure_share_critical: float = 0.5
+    weight_sync_failures_in_a_row_critical: float = 3.0
     staleness_warn: float = 2.0  # policy versions behind the trainer
     staleness_critical: float = 4.0
     stall_min_s: float = 120.0  # trainer stalled: no step for max(stall_factor x median step, stall_min_s)

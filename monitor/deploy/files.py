@@ -165,7 +165,7 @@ def alerts_file(thresholds: Thresholds | None = None, *, marginal_k: int | None 
     ``source``: where non-default thresholds came from (a ptmon.toml), named in the header.
     """
     which = f"the thresholds of {source}" if source else "its default thresholds"
-    header = f"""ptmon alerting rules: the seven alerts of the TUI (monitor/alerts.py) with {which}.
+    header = f"""ptmon alerting rules: the alerts of the TUI (monitor/alerts.py) with {which}.
 {_GENERATED}
 Labels: severity (warning | critical) and ptmon_rule (the TUI's rule name). No `for:` clause: like the TUI, an
 alert fires at the first evaluation that crosses its threshold; add `for: 1m` to your copy to wait a minute.

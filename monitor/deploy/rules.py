@@ -219,8 +219,30 @@ def _with_run_if_known(expr: str) -> str:
             f"or on ({', '.join(promql.TARGET_BY)}) ({expr})")
 
 
+def _sync_failing_rules(th: Thresholds) -> list[AlertRule]:
+    """weight_sync_failing per run. The TUI's "N since the last success" becomes "N in the window with no
+    success in it" (PromQL sees counts, not their order); increase() extrapolates to the window's edges."""
+    def total(spec: schema.MetricSpec, sample: str) -> str:
+        return f"sum by ({_RUN}) ({promql.with_run(f'increase({sample}[{WINDOW}])')})"
+    failed = total(schema.WEIGHT_SYNC_FAILURES, schema.WEIGHT_SYNC_FAILURES.name)
+    ok = f"({total(schema.WEIGHT_SYNC_SECONDS, schema.WEIGHT_SYNC_SECONDS.count)} or 0 * {failed})"
+    share, row = _n(th.weight_sync_failure_share_critical), _n(th.weight_sync_failures_in_a_row_critical)
+    critical = (f"({failed} > 0) and (({failed} / ({failed} + {ok}) >= {share}) "
+                f"or ({failed} >= {row} and {ok} <= 0))")
+    why = f"Weight syncs that raised over {WINDOW}: a failed sync publishes no version, so staleness never shows it."
+    return [
+        AlertRule("PtmonWeightSyncFailing", "weight_sync_failing", "critical", critical,
+                  _RUN_NAME + "weight syncs failing: {{ $value | printf \"%.3g\" }} failed in the last " + WINDOW
+                  + " (at least " + f"{th.weight_sync_failure_share_critical:.0%}" + " of attempts, or " + row
+                  + " with no success)", why),
+        AlertRule("PtmonWeightSyncFailing", "weight_sync_failing", "warning",
+                  f"({failed} > 0) unless on ({_RUN}) ({critical})",
+                  _RUN_NAME + "{{ $value | printf \"%.3g\" }} weight syncs failed in the last " + WINDOW, why),
+    ]
+
+
 def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | None = None) -> list[AlertRule]:
-    """The TUI's seven alert rules (``ptmon.monitor.alerts.RULES``) as Prometheus alerts, with its default thresholds.
+    """The TUI's alert rules (``ptmon.monitor.alerts.RULES``) as Prometheus alerts, with its default thresholds.
 
     One Prometheus rule per level: a two-level TUI rule becomes a warning
     rule bounded above by the critical threshold and a critical rule, so
@@ -266,6 +288,8 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
                   _RUN_NAME + "weight-sync p99 {{ $value | printf \"%.3g\" }} s > " + warn_s + " s",
                   f"99th percentile of trainer-to-inference weight-sync time over {WINDOW}."),
     ]
+
+    rules += _sync_failing_rules(th)
 
     stale = promql.staleness_max(per_run=True)
     warn_v, crit_v = _n(th.staleness_warn), _n(th.staleness_critical)

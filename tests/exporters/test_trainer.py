@@ -6,6 +6,7 @@ import math
 import traceback
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from ptmon.exporters import TrainerExporter
 from ptmon.exporters.schema import (
@@ -19,6 +20,7 @@ from ptmon.exporters.schema import (
     TRAINER_STEPS,
     TRAINER_TOKENS,
     WEIGHT_SYNC_BYTES,
+    WEIGHT_SYNC_FAILURE_SECONDS,
     WEIGHT_SYNC_FAILURES,
     WEIGHT_SYNC_SECONDS,
 )
@@ -118,8 +120,8 @@ def test_weight_sync_success(trainer: TrainerExporter, clocks: tuple[FakeClock, 
     reg = trainer.registry
     assert value(reg, WEIGHT_SYNC_SECONDS, "_count") == 1
     assert value(reg, WEIGHT_SYNC_SECONDS, "_sum") == 1.5
-    assert value(reg, WEIGHT_SYNC_SECONDS, "_bucket", le="1.0") == 0
-    assert value(reg, WEIGHT_SYNC_SECONDS, "_bucket", le="2.0") == 1
+    assert value(reg, WEIGHT_SYNC_SECONDS, "_bucket", le="1.024") == 0
+    assert value(reg, WEIGHT_SYNC_SECONDS, "_bucket", le="2.048") == 1
     assert value(reg, WEIGHT_SYNC_BYTES) == 16e9
     assert value(reg, POLICY_VERSION) == 8
     assert value(reg, WEIGHT_SYNC_FAILURES) == 0
@@ -142,7 +144,8 @@ def test_weight_sync_failure_reraises_untouched(trainer: TrainerExporter, clocks
     assert value(reg, WEIGHT_SYNC_FAILURES) == 1
     assert value(reg, WEIGHT_SYNC_BYTES) == 0
     assert value(reg, POLICY_VERSION) == 7  # the failed version was never published
-    assert value(reg, WEIGHT_SYNC_SECONDS, "_sum") == 300.0  # the time was spent either way
+    assert value(reg, WEIGHT_SYNC_FAILURE_SECONDS) == 300.0  # the time was spent either way ...
+    assert value(reg, WEIGHT_SYNC_SECONDS, "_count") == 0  # ... but never in the success latency
 
 
 def test_weight_sync_bad_arguments_still_time_the_sync(trainer: TrainerExporter) -> None:
@@ -186,3 +189,29 @@ def test_constructor_rejects_bad_configuration() -> None:
         TrainerExporter(run="", model="m", algorithm="a", gpus=1, gpu_hour_price=3.0)
     with pytest.raises(TypeError):
         TrainerExporter("r", "m", "a", 1, 3.0)  # type: ignore[misc]  # keyword-only
+
+
+# --- sync latency from milliseconds up (issue 13 item 3) ------------------------------------------------
+
+def test_default_sync_buckets_run_1_ms_to_past_10_min_each_at_most_2x_the_last() -> None:
+    bounds = WEIGHT_SYNC_SECONDS.buckets
+    assert bounds[0] == 0.001 and bounds[-1] >= 600.0
+    assert all(b <= 2.0 * a for a, b in zip(bounds, bounds[1:], strict=False))
+    assert any(0.015 <= b <= 0.03 for b in bounds) and any(1.3 <= b <= 2.6 for b in bounds)
+
+
+def test_sync_buckets_are_configurable(clocks: tuple[FakeClock, FakeClock]) -> None:
+    mono, wall = clocks
+    t = TrainerExporter(registry=CollectorRegistry(), clock=mono, wall_clock=wall,
+                        weight_sync_buckets=(0.01, 0.02, 0.04))
+    with t.weight_sync(version=1):
+        mono.advance(0.015)
+    assert value(t.registry, WEIGHT_SYNC_SECONDS, "_bucket", le="0.01") == 0
+    assert value(t.registry, WEIGHT_SYNC_SECONDS, "_bucket", le="0.02") == 1
+    assert value(t.registry, WEIGHT_SYNC_SECONDS, "_bucket", le="+Inf") == 1
+
+
+@pytest.mark.parametrize("bad", [(), (0.02, 0.01), (0.0, 1.0), (1.0, math.nan), (-1.0, 1.0)])
+def test_unusable_sync_buckets_are_refused_at_construction(bad: tuple[float, ...]) -> None:
+    with pytest.raises(ValueError, match="weight_sync_buckets"):
+        TrainerExporter(registry=CollectorRegistry(), weight_sync_buckets=bad)

@@ -158,3 +158,31 @@ def test_an_eval_pushed_longer_ago_than_the_limit_is_called_out() -> None:
     assert alert.message == "last eval pushed 1h10m ago (over 1h00m): is the eval job still running?"
     assert names(evaluate(dash(eval_pushed_at=NOW - 700), Thresholds(eval_push_max_age_s=600))) == {
         "eval_stale": "warn"}
+
+
+# --- weight_sync_failing (issue 13 item 5) ------------------------------------------------------------
+
+@pytest.mark.parametrize(("failed", "ok", "row", "level"), [
+    (0.0, 10.0, 0.0, None),  # no failure
+    (1.0, 10.0, 0.0, "warn"),  # any failure warns
+    (1.0, 2.0, 1.0, "warn"),  # share 1/3, just below 50%; 1 in a row, below 3
+    (2.0, 2.0, 0.0, "critical"),  # share exactly 50%
+    (2.0, 1.0, 2.0, "critical"),  # share 2/3, above
+    (2.0, 20.0, 2.0, "warn"),  # 2 in a row, just below 3
+    (3.0, 20.0, 3.0, "critical"),  # 3 in a row (share 3/23 small)
+    (19.0, 0.0, 19.0, "critical"),  # every broadcast fails after a peer died
+])
+def test_weight_sync_failing(failed: float, ok: float, row: float, level: str | None) -> None:
+    d = dash(weight_sync_failures=failed, weight_sync_count=ok, weight_sync_failures_in_a_row=row)
+    assert names(evaluate(d, Thresholds())).get("weight_sync_failing") == level
+
+
+def test_weight_sync_failing_thresholds_are_configurable_and_the_message_counts() -> None:
+    d = dash(weight_sync_failures=2.0, weight_sync_count=6.0, weight_sync_failures_in_a_row=2.0)
+    assert names(evaluate(d, Thresholds())).get("weight_sync_failing") == "warn"
+    th = Thresholds(weight_sync_failure_share_critical=0.25)
+    (alert,) = [a for a in evaluate(d, th) if a.name == "weight_sync_failing"]
+    assert alert.level == "critical"
+    assert alert.message == "2 of 8 weight syncs failed in the window (25%, 2 since the last success)"
+    in_a_row = Thresholds(weight_sync_failures_in_a_row_critical=2.0)
+    assert names(evaluate(d, in_a_row))["weight_sync_failing"] == "critical"

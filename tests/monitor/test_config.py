@@ -176,6 +176,10 @@ BAD_FILES = [
     ("[alerts]\nweight_sync_p99_critical_s = 0\n", "alerts.weight_sync_p99_critical_s", "a positive number"),
     ("[alerts]\nstall_factor = 0\n", "alerts.stall_factor", "a positive number"),
     ("[alerts]\neval_push_max_age_s = 0\n", "alerts.eval_push_max_age_s", "a positive number"),
+    ("[alerts]\nweight_sync_failure_share_critical = 1.5\n", "alerts.weight_sync_failure_share_critical",
+     "a fraction between 0 and 1, got 1.5"),
+    ("[alerts]\nweight_sync_failures_in_a_row_critical = 0\n", "alerts.weight_sync_failures_in_a_row_critical",
+     "a positive number"),
     ("[alerts]\neval_regression_points = -0.1\n", "alerts.eval_regression_points", "a number >= 0"),
     ("[alerts]\nrollout_drop_ratio = 5\n", "alerts.rollout_drop_ratio", "a fraction between 0 and 1, got 5"),
     ("[alerts]\nweight_sync_p99_warn_s = 200\n", "alerts.weight_sync_p99_warn_s",
@@ -340,8 +344,10 @@ def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path, monkeypa
 
 def test_thresholds_that_make_sense_are_taken(tmp_path: Path) -> None:
     path = write(tmp_path, "[alerts]\nmarginal_ipd_min = -50\nstaleness_warn = 4\nstaleness_critical = 4\n"
-                           "rollout_drop_ratio = 1\nstall_min_s = 0\n")
+                           "rollout_drop_ratio = 1\nstall_min_s = 0\nweight_sync_failure_share_critical = 0.2\n"
+                           "weight_sync_failures_in_a_row_critical = 5\n")
     t = load_settings(config_path=path).thresholds
+    assert (t.weight_sync_failure_share_critical, t.weight_sync_failures_in_a_row_critical) == (0.2, 5.0)
     assert (t.marginal_ipd_min, t.staleness_warn, t.staleness_critical, t.rollout_drop_ratio, t.stall_min_s) == (
         -50.0, 4.0, 4.0, 1.0, 0.0)
 

@@ -85,7 +85,8 @@ def test_answers_replace_the_stored_numbers_and_a_down_worker_shows_no_rate() ->
     store = fill(Store(), {"t": trainer, "w0": rollout(1.0, gpus=2), "w1": rollout(0.4, tokens=False)})
     health = (*up("t", "w0"), down("w1"))
     stored = build(store, health)
-    ev = answers(fleet={"sync_p99": 6.5, "sync_count": 2.6, "sync_failures": 0.4, "rollout_errors": 0.25},
+    # The server's quantiles inside [1.0, 2.5] s, what the syncs took (outside it they are held to it).
+    ev = answers(fleet={"sync_p99": 2.4, "sync_count": 2.6, "sync_failures": 0.4, "rollout_errors": 0.25},
                  by_target={"rollouts": {"w0": 3.0, "w1": 0.5}, "rollout_tokens": {"w0": 2.5},
                             "engine_tokens": {"w0": 70.0}},
                  gpus=(("t", "trainer", 8.0), ("w0", "rollout", 2.0)))
@@ -96,7 +97,7 @@ def test_answers_replace_the_stored_numbers_and_a_down_worker_shows_no_rate() ->
     # A worker's tokens are its rollout tokens; an engine's generated tokens only when it has none.
     assert [(w.name, w.rollouts_per_s, w.tokens_per_s, w.status) for w in d.workers] == [
         ("w0", 3.0, 2.5, "ok"), ("w1", None, None, "down")]
-    assert d.weight_sync_p99_s == 6.5
+    assert d.weight_sync_p99_s == 2.4 != stored.weight_sync_p99_s
     # Counts stay the stored samples' exact ones: increase() extrapolates (one failure can read 1.5).
     assert (d.weight_sync_count, d.weight_sync_failures) == (stored.weight_sync_count, stored.weight_sync_failures)
     assert (d.weight_sync_count, d.weight_sync_failures) == (4.0, 1.0)
@@ -116,11 +117,13 @@ def test_answers_replace_the_stored_numbers_and_a_down_worker_shows_no_rate() ->
 
 def test_the_trainers_answers_replace_its_stored_rates() -> None:
     store = fill(Store(), {"t": trainer})
-    ev = answers(fleet={"steps": 0.75, "trainer_tokens": 900.0, "step_seconds": 1.25, "sync_p50": 0.5,
-                        "sync_p90": 0.9, "sync_bytes": 7.0})
+    ev = answers(fleet={"steps": 0.75, "trainer_tokens": 900.0, "step_seconds": 1.25, "sync_p50": 1.2,
+                        "sync_p90": 1.9, "sync_bytes": 7.0})  # quantiles inside the syncs' [1.0, 2.5] s
     d = build(store, up("t"), evaluated=ev)
     assert (d.steps_per_s, d.trainer_tokens_per_s, d.step_seconds) == (0.75, 900.0, 1.25)
-    assert (d.weight_sync_p50_s, d.weight_sync_p90_s, d.weight_sync_bytes_per_s) == (0.5, 0.9, 7.0)
+    assert (d.weight_sync_p50_s, d.weight_sync_p90_s, d.weight_sync_bytes_per_s) == (1.2, 1.9, 7.0)
+    stored = build(store, up("t"))
+    assert (stored.weight_sync_p50_s, stored.weight_sync_p90_s) != (1.2, 1.9)
 
 
 def test_an_engine_only_worker_gets_its_generated_tokens() -> None:

@@ -60,7 +60,7 @@ def test_every_tui_rule_has_its_alert_at_the_tui_levels() -> None:
         levels.setdefault(a.tui_rule, set()).add(a.severity)
         assert a.alert.startswith("Ptmon") and a.summary and a.description
     assert set(levels) == set(RULES)
-    two_levels = {"target_down", "weight_sync_slow", "staleness", "rollout_rate_drop"}
+    two_levels = {"target_down", "weight_sync_slow", "weight_sync_failing", "staleness", "rollout_rate_drop"}
     for rule, seen in levels.items():
         assert seen == ({"warning", "critical"} if rule in two_levels else
                         {"critical"} if rule == "trainer_stalled" else {"warning"}), rule
