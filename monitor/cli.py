@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     watch = sub.add_parser("watch", help="the live TUI on real targets")
     _add_source_args(watch)
+    watch.add_argument("--record", metavar="FILE",
+                       help="also record everything into FILE (appended when it exists; see ptmon record)")
+
+    record = sub.add_parser("record", help="record a run headless into a file, for replay and compare")
+    _add_source_args(record)
+    record.add_argument("--out", "-o", metavar="FILE", required=True,
+                        help="the recording (created, or appended to when it exists)")
+    record.add_argument("--retention", metavar="DURATION",
+                        help='drop data older than this, e.g. "48h" (default: keep everything)')
+    record.add_argument("--duration", type=_positive_float, metavar="S", help="stop after S seconds")
 
     snap = sub.add_parser("snapshot", help="one measurement window as a table or JSON")
     _add_source_args(snap)
@@ -110,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ptmon.monitor.deploy.files import run_assets
 
         return run_assets(args)
+    if args.command == "record":
+        from ptmon.monitor.recording.run import run_record
+
+        return run_record(args)
     if args.command == "watch":
         from ptmon.monitor.app import run_watch
 

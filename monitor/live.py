@@ -17,7 +17,7 @@ import httpx
 
 from ptmon.monitor.alerts import evaluate
 from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
-from ptmon.monitor.dashboard import Alert, Dashboard
+from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth
 from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.sources.base import Source
@@ -67,6 +67,10 @@ class LiveFeed:
     async def collect_once(self) -> None:
         """Scrape every target once, now, and return when the samples are stored."""
         await self._scraper.scrape_once()
+
+    def health(self) -> tuple[TargetHealth, ...]:
+        """Each target's health as the source last saw it (what a recorder keeps beside the samples)."""
+        return self._scraper.health()
 
     async def dashboard(self, *, window_s: float) -> Dashboard:
         settings = self._settings

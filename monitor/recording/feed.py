@@ -1,0 +1,87 @@
+"""``ptmon watch --record`` and ``ptmon record``: a Feed that records what the feed under it collects.
+
+A decorator, not a new source: the LiveFeed scrapes (or reads Prometheus)
+into a ``TappedStore`` exactly as without recording; this adds the targets'
+health (read a few times per interval, kept when it changed) and the alerts
+of every Dashboard it passes on. The screen cannot tell it is there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from ptmon.monitor.dashboard import Dashboard
+from ptmon.monitor.live import LiveFeed
+from ptmon.monitor.recording.meta import settings_to_json
+from ptmon.monitor.recording.writer import Recorder, TappedStore
+from ptmon.monitor.settings import Settings
+
+__all__ = ["RecordingFeed", "recording_feed"]
+
+_HEALTH_PER_INTERVAL = 4
+
+
+class RecordingFeed:
+    """A ``ptmon.monitor.feed.Feed``: ``feed``'s Dashboards, with ``recorder`` fed on the way."""
+
+    def __init__(self, feed: LiveFeed, recorder: Recorder) -> None:
+        self.feed = feed
+        self.recorder = recorder
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def store(self) -> TappedStore:
+        store = self.feed.store
+        assert isinstance(store, TappedStore)
+        return store
+
+    async def start(self) -> None:
+        await self.feed.start()
+        if self._task is None:
+            self._task = asyncio.create_task(self._watch_health(), name="ptmon-record-health")
+
+    async def _watch_health(self) -> None:
+        while True:
+            self.recorder.observe_health(self.feed.health())
+            await asyncio.sleep(self.feed.settings.interval_s / _HEALTH_PER_INTERVAL)
+
+    async def collect_once(self) -> None:
+        await self.feed.collect_once()
+        self.recorder.observe_health(self.feed.health())
+
+    async def dashboard(self, *, window_s: float) -> Dashboard:
+        d = await self.feed.dashboard(window_s=window_s)
+        self.recorder.observe_health(d.targets)
+        self.recorder.observe_alerts(d.alerts, now=d.now)
+        return d
+
+    def set_interval(self, interval_s: float) -> None:
+        self.feed.set_interval(interval_s)
+
+    def set_baseline_now(self) -> None:
+        self.feed.set_baseline_now()
+
+    async def aclose(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        try:
+            await self.feed.aclose()
+            self.recorder.observe_health(self.feed.health())
+        finally:
+            await asyncio.to_thread(self.recorder.close)
+
+
+def recording_feed(settings: Settings, path: str, *, retention_s: float | None = None, **feed_kwargs: object
+                   ) -> RecordingFeed:
+    """A LiveFeed on ``settings`` recording into ``path`` (locked and opened here: RecordingError if it can't)."""
+    clock = feed_kwargs.get("clock")
+    recorder_kwargs = {"clock": clock} if clock is not None else {}
+    recorder = Recorder(path, settings_json=settings_to_json(settings), retention_s=retention_s,
+                        **recorder_kwargs).open()  # type: ignore[arg-type]
+    store = TappedStore(recorder, max_series=settings.max_series)
+    feed = LiveFeed(settings, store=store, **feed_kwargs)  # type: ignore[arg-type]
+    return RecordingFeed(feed, recorder)
