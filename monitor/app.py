@@ -454,8 +454,17 @@ def run_watch(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    feed: Feed = LiveFeed(settings)
+    if getattr(args, "record", None):
+        from ptmon.monitor.recording import RecordingError, recording_feed
+
+        try:
+            feed = recording_feed(settings, args.record)
+        except RecordingError as exc:
+            print(f"ptmon watch: {safe(str(exc))}", file=sys.stderr)
+            return 2
     app = PtmonApp(
-        LiveFeed(settings),
+        feed,
         interval_s=settings.interval_s,
         window_s=settings.window_s,
         thresholds=settings.thresholds,

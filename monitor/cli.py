@@ -96,6 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("--over", type=_positive_float, default=5.0, metavar="S",
                       help="seconds to scrape before printing (default 5)")
     snap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    snap.add_argument("--from", dest="from_file", metavar="FILE",
+                      help="read a recording instead of scraping: the Dashboard at --at as the screen showed it")
+    snap.add_argument("--at", metavar="TIME",
+                      help="with --from: +5m (after the start), -30s (before the end), a date-time, a clock "
+                           "time or unix seconds (default: the end)")
+
+    replay = sub.add_parser("replay", help="the TUI on a recording: pause, step, seek, 1x-100x")
+    replay.add_argument("file", metavar="FILE", help="a recording of ptmon record or watch --record")
+    replay.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml whose prices, thresholds and evals to use")
+    replay.add_argument("--at", metavar="TIME", help="start at this time (+5m, -30s, 23:50:05, unix seconds)")
+    replay.add_argument("--speed", type=_positive_float, metavar="X", help="playback speed, 1 to 100 (default 1)")
+    replay.add_argument("--window", type=_positive_float, metavar="S", help="measurement window in seconds")
 
     assets = sub.add_parser("assets", help="write a Prometheus config, rules, alerts and a Grafana dashboard")
     assets.add_argument("dir", metavar="DIR", help="directory to write them into (created if missing)")
@@ -124,6 +136,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ptmon.monitor.recording.run import run_record
 
         return run_record(args)
+    if args.command == "replay":
+        from ptmon.monitor.recording.commands import run_replay
+
+        return run_replay(args)
+    if args.command == "snapshot" and args.from_file:
+        from ptmon.monitor.recording.commands import run_snapshot_from
+
+        return run_snapshot_from(args)
     if args.command == "watch":
         from ptmon.monitor.app import run_watch
 

@@ -68,6 +68,11 @@ class LiveFeed:
         """Scrape every target once, now, and return when the samples are stored."""
         await self._scraper.scrape_once()
 
+    @property
+    def evals(self) -> EvalLog:
+        """Every eval observed so far (the event log lists them)."""
+        return self._evals
+
     def health(self) -> tuple[TargetHealth, ...]:
         """Each target's health as the source last saw it (what a recorder keeps beside the samples)."""
         return self._scraper.health()

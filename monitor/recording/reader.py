@@ -20,7 +20,7 @@ from ptmon.monitor.parse import Labels, Sample
 from ptmon.monitor.recording.codec import Chunk, CodecError, HealthRecord, Scrape, decode_chunk
 from ptmon.monitor.recording.file import RecordingError, open_for_reading
 
-__all__ = ["Recording", "Session", "AlertSpan", "Event"]
+__all__ = ["Recording", "Session", "AlertSpan", "StoredScrape"]
 
 _CACHE_CHUNKS = 64
 
@@ -49,7 +49,7 @@ class AlertSpan:
 
 
 # One scrape ready for a Store: (target, stamp, stored_at, samples).
-Event = tuple[str, float, float, list[Sample]]
+StoredScrape = tuple[str, float, float, list[Sample]]
 
 
 class Recording:
@@ -136,12 +136,12 @@ class Recording:
     def _target_ids(self) -> list[tuple[int, str]]:
         return [(int(a), b) for a, b in self._query("SELECT id, name FROM targets ORDER BY id")]
 
-    def scrapes(self, start: float | None = None, end: float | None = None) -> Iterator[Event]:
+    def scrapes(self, start: float | None = None, end: float | None = None) -> Iterator[StoredScrape]:
         """Every scrape stored in ``(start, end]`` (by when it was stored), oldest first, as Store input."""
         streams = [self._target_scrapes(tid, name, start, end) for tid, name in self._target_ids()]
         return heapq.merge(*streams, key=lambda e: e[2])
 
-    def _target_scrapes(self, tid: int, target: str, start: float | None, end: float | None) -> Iterator[Event]:
+    def _target_scrapes(self, tid: int, target: str, start: float | None, end: float | None) -> Iterator[StoredScrape]:
         lo = -1e300 if start is None else start
         hi = 1e300 if end is None else end
         for chunk in self._chunks(tid, start, end):
@@ -153,10 +153,14 @@ class Recording:
         """Every health change in ``(start, end]``, oldest first."""
         lo = -1e300 if start is None else start
         hi = 1e300 if end is None else end
-        streams = [((name, h) for chunk in self._chunks(tid, start, end)
-                    for h in sorted(chunk.health, key=lambda h: h.at) if lo < h.at <= hi)
-                   for tid, name in self._target_ids()]
+        streams = [self._target_health(tid, name, lo, hi) for tid, name in self._target_ids()]
         return heapq.merge(*streams, key=lambda e: e[1].at)
+
+    def _target_health(self, tid: int, target: str, lo: float, hi: float) -> Iterator[tuple[str, HealthRecord]]:
+        for chunk in self._chunks(tid, lo, hi):
+            for h in sorted(chunk.health, key=lambda h: h.at):
+                if lo < h.at <= hi:
+                    yield target, h
 
     def samples(self, scrape: Scrape) -> list[Sample]:
         """The scrape's samples with their names and labels (one shared ``Labels`` per series, as a parser gives)."""
