@@ -198,23 +198,30 @@ def events_json(events: Sequence[Event], *, now: float) -> list[dict[str, Any]]:
 
 
 class EventsFeed:
-    """A ``ptmon.monitor.feed.Feed`` decorator keeping an EventLog of what ``feed`` shows (``ptmon watch``)."""
+    """A ``ptmon.monitor.feed.Feed`` decorator keeping an EventLog of what ``feed`` shows (``ptmon watch``).
 
-    def __init__(self, feed: Any) -> None:
+    ``feed`` is a LiveFeed or a RecordingFeed (anything with ``settings``, ``store`` and ``evals``);
+    ``past``: the events of the run before this monitor started (from its recording).
+    """
+
+    def __init__(self, feed: Any, *, past: Sequence[Event] = ()) -> None:
         self.feed = feed
         self.log = EventLog(feed.settings)
+        self._past = tuple(past)
 
     async def start(self) -> None:
         await self.feed.start()
 
+    async def collect_once(self) -> None:
+        await self.feed.collect_once()
+
     async def dashboard(self, *, window_s: float) -> Dashboard:
         d = await self.feed.dashboard(window_s=window_s)
-        live = getattr(self.feed, "feed", self.feed)  # under a RecordingFeed: its LiveFeed
-        self.log.observe_dashboard(d, live.store, live.evals)
+        self.log.observe_dashboard(d, self.feed.store, self.feed.evals)
         return d
 
     def events(self) -> tuple[Event, ...]:
-        return self.log.events()
+        return (*self._past, *self.log.events())
 
     def set_interval(self, interval_s: float) -> None:
         self.feed.set_interval(interval_s)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
+from ptmon.monitor.build import EvalLog
 from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.live import LiveFeed
+from ptmon.monitor.recording.history import History, load_history
 from ptmon.monitor.recording.meta import settings_to_json
 from ptmon.monitor.recording.writer import Recorder, TappedStore
 from ptmon.monitor.settings import Settings
@@ -25,10 +28,19 @@ _HEALTH_PER_INTERVAL = 4
 class RecordingFeed:
     """A ``ptmon.monitor.feed.Feed``: ``feed``'s Dashboards, with ``recorder`` fed on the way."""
 
-    def __init__(self, feed: LiveFeed, recorder: Recorder) -> None:
+    def __init__(self, feed: LiveFeed, recorder: Recorder, *, history: History | None = None) -> None:
         self.feed = feed
         self.recorder = recorder
+        self.history = history  # what the file held of the run before this monitor started
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self.feed.settings
+
+    @property
+    def evals(self) -> EvalLog:
+        return self.feed.evals
 
     @property
     def store(self) -> TappedStore:
@@ -75,13 +87,20 @@ class RecordingFeed:
             await asyncio.to_thread(self.recorder.close)
 
 
-def recording_feed(settings: Settings, path: str, *, retention_s: float | None = None, **feed_kwargs: object
-                   ) -> RecordingFeed:
-    """A LiveFeed on ``settings`` recording into ``path`` (locked and opened here: RecordingError if it can't)."""
+def recording_feed(settings: Settings, path: str, *, retention_s: float | None = None, history: bool = True,
+                   **feed_kwargs: Any) -> RecordingFeed:
+    """A LiveFeed on ``settings`` recording into ``path`` (locked and opened here: RecordingError if it can't).
+
+    ``history``: when the file already holds the run, the feed starts with its evals (and the events so far).
+    """
     clock = feed_kwargs.get("clock")
-    recorder_kwargs = {"clock": clock} if clock is not None else {}
     recorder = Recorder(path, settings_json=settings_to_json(settings), retention_s=retention_s,
-                        **recorder_kwargs).open()  # type: ignore[arg-type]
+                        **({"clock": clock} if clock is not None else {})).open()
+    try:
+        past = load_history(path, settings) if history else None
+    except BaseException:
+        recorder.close()
+        raise
     store = TappedStore(recorder, max_series=settings.max_series)
-    feed = LiveFeed(settings, store=store, **feed_kwargs)  # type: ignore[arg-type]
-    return RecordingFeed(feed, recorder)
+    feed = LiveFeed(settings, store=store, evals=past.evals if past else None, **feed_kwargs)
+    return RecordingFeed(feed, recorder, history=past)

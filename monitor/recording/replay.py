@@ -198,6 +198,11 @@ class ReplayFeed:
     def now(self) -> float:
         return self.playhead.now()
 
+    @property
+    def evals(self) -> EvalLog:
+        """Every eval met up to the playhead."""
+        return self._evals
+
     # -- Feed -------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
