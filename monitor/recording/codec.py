@@ -121,8 +121,9 @@ class _Strings:
         return i
 
 
-def encode_chunk(scrapes: Sequence[Scrape], health: Sequence[HealthRecord], *, codec: str = DEFAULT_CODEC) -> bytes:
-    """The chunk as bytes: a codec byte, then the compressed payload."""
+def encode_chunk(scrapes: Sequence[Scrape], health: Sequence[HealthRecord], *, codec: str = DEFAULT_CODEC,
+                 level: int | None = None) -> bytes:
+    """The chunk as bytes: a codec byte, then the compressed payload. ``level``: zlib's (default 9)."""
     if codec not in CODECS:
         raise ValueError(f"unknown codec {codec!r}; expected one of {', '.join(CODECS)}")
     layouts: dict[bytes, int] = {}
@@ -175,7 +176,7 @@ def encode_chunk(scrapes: Sequence[Scrape], health: Sequence[HealthRecord], *, c
     out[0] = _HEAD.pack(_MAGIC, len(scrapes), len(layout_arrays), len(h), len(strings.index))
     payload = b"".join(out) + table
     if codec == "zlib":
-        payload = zlib.compress(payload, 9)
+        payload = zlib.compress(payload, 9 if level is None else level)
     elif codec == "lzma":
         payload = lzma.compress(payload, format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
     return bytes([CODECS.index(codec)]) + payload

@@ -319,7 +319,9 @@ class Recorder:
     def _insert_chunk(self, db: sqlite3.Connection, tid: int, scrapes: Sequence[Scrape],
                       health: Sequence[HealthRecord], *, level: int) -> int:
         times = [s.stored_at for s in scrapes] + [h.at for h in health]
-        blob = encode_chunk(scrapes, health, codec=self._codec if level else "zlib")
+        # A head chunk lives a couple of minutes at most (compaction replaces it): fast zlib is enough.
+        blob = encode_chunk(scrapes, health, codec=self._codec) if level else encode_chunk(
+            scrapes, health, codec="zlib", level=1)
         cur = db.execute("INSERT INTO chunks(target, t0, t1, scrapes, samples, level, data) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (tid, min(times), max(times), len(scrapes), sum(len(s.values) for s in scrapes), level, blob))
