@@ -104,8 +104,8 @@ class PtmonApp(App[int]):
         Binding("w", "panel('workers')", "workers", tooltip="show the rollout workers table"),
         Binding("a", "panel('alerts')", "alerts", tooltip="show the alerts"),
         Binding("b", "baseline", "baseline", tooltip="set the intelligence-per-dollar baseline to now"),
-        Binding("e", "events", "events", show=False, tooltip="the run's event log: alerts with start, end and duration, "
-                "downs, restarts, slow and failed syncs, evals, policy versions"),
+        Binding("e", "events", "events", show=False,
+                tooltip="the run's event log: alerts (start, end, duration), downs, restarts, syncs, evals"),
         Binding("plus", "interval(1)", "slower", key_display="+", tooltip="longer refresh interval"),
         Binding("minus", "interval(-1)", "faster", key_display="-", tooltip="shorter refresh interval"),
         Binding("left_square_bracket", "window(-1)", "window-", key_display="[",

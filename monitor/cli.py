@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("--over", type=_positive_float, default=5.0, metavar="S",
                       help="seconds to scrape before printing (default 5)")
     snap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    snap.add_argument("--record", metavar="FILE", help="also record what was scraped into FILE (see ptmon record)")
     snap.add_argument("--from", dest="from_file", metavar="FILE",
                       help="read a recording instead of scraping: the Dashboard at --at as the screen showed it")
     snap.add_argument("--at", metavar="TIME",

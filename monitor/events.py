@@ -209,6 +209,11 @@ class EventsFeed:
         self.log = EventLog(feed.settings)
         self._past = tuple(past)
 
+    @property
+    def store(self) -> Store:
+        store: Store = self.feed.store
+        return store
+
     async def start(self) -> None:
         await self.feed.start()
 

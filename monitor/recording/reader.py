@@ -91,9 +91,12 @@ class Recording:
         return [name for (name,) in self._query("SELECT name FROM targets ORDER BY id")]
 
     def span(self) -> tuple[float, float] | None:
-        """(first, last) time anything was recorded; None for an empty recording."""
-        row = self._query("SELECT min(t0), max(t1) FROM chunks")[0]
-        return None if row[0] is None else (float(row[0]), float(row[1]))
+        """(first, last) time the recording covers: its first data to its last data or its recorder's stop,
+        whichever is later (the screen went on showing the data until then); None for an empty recording."""
+        row = self._query("SELECT min(t0), max(t1), (SELECT max(ended) FROM sessions) FROM chunks")[0]
+        if row[0] is None:
+            return None
+        return float(row[0]), max(float(row[1]), float(row[2] or row[1]))
 
     def sessions(self) -> list[Session]:
         return [Session(started=a, ended=b, pid=c, version=d, settings=json.loads(e))
