@@ -110,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--speed", type=_positive_float, metavar="X", help="playback speed, 1 to 100 (default 1)")
     replay.add_argument("--window", type=_positive_float, metavar="S", help="measurement window in seconds")
 
+    compare = sub.add_parser("compare", help="runs' eval score against dollars, and a table at equal spend")
+    compare.add_argument("files", nargs="+", metavar="FILE", help="recordings (ptmon record / watch --record)")
+    compare.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml whose prices and eval settings to use")
+    compare.add_argument("--json", action="store_true", help="print JSON instead of a chart and a table")
+
     assets = sub.add_parser("assets", help="write a Prometheus config, rules, alerts and a Grafana dashboard")
     assets.add_argument("dir", metavar="DIR", help="directory to write them into (created if missing)")
     assets.add_argument("--force", action="store_true", help="replace existing files that differ")
@@ -137,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ptmon.monitor.recording.run import run_record
 
         return run_record(args)
+    if args.command == "compare":
+        from ptmon.monitor.compare import run_compare
+
+        return run_compare(args)
     if args.command == "replay":
         from ptmon.monitor.recording.commands import run_replay
 
