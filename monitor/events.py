@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ptmon.exporters import schema
-from ptmon.monitor.build import EvalLog
 from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth
+from ptmon.monitor.evals import EvalLog
 from ptmon.monitor.format import fmt_duration, fmt_money, fmt_score, fmt_seconds, fmt_version
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.store import Series, Store

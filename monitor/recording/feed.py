@@ -12,8 +12,8 @@ import asyncio
 import contextlib
 from typing import Any
 
-from ptmon.monitor.build import EvalLog
 from ptmon.monitor.dashboard import Dashboard
+from ptmon.monitor.evals import EvalLog
 from ptmon.monitor.live import LiveFeed
 from ptmon.monitor.recording.history import History, load_history
 from ptmon.monitor.recording.meta import settings_to_json

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ptmon.monitor.build import EvalLog
+from ptmon.monitor.evals import EvalLog
 from ptmon.monitor.events import Event
 from ptmon.monitor.recording.reader import Recording
 from ptmon.monitor.recording.replay import ReplayFeed

@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from ptmon.monitor.alerts import evaluate
-from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
+from ptmon.monitor.build import build_dashboard
 from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth
+from ptmon.monitor.evals import Baseline, EvalLog, observe_evals
 from ptmon.monitor.events import Event, EventLog
 from ptmon.monitor.recording.codec import HealthRecord
 from ptmon.monitor.recording.reader import AlertSpan, Recording, StoredScrape
@@ -236,8 +237,7 @@ class ReplayFeed:
         pass
 
     def set_baseline_now(self) -> None:
-        bench = self._evals.primary(self.settings.primary_benchmark)
-        curve = [p for p in self._evals.evals.get(bench, ()) if p.timestamp <= self.playhead.now()] if bench else []
+        curve = [p for p in self._evals.curve(self.settings.primary_benchmark) if p.timestamp <= self.playhead.now()]
         if curve:
             latest = curve[-1]
             self._baseline = Baseline(score=latest.score, spend_dollars=latest.spend_dollars,
