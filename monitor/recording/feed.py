@@ -64,7 +64,7 @@ class RecordingFeed:
 
     async def dashboard(self, *, window_s: float) -> Dashboard:
         d = await self.feed.dashboard(window_s=window_s)
-        self.recorder.observe_health(d.targets)
+        self.recorder.observe_health(self.feed.health())  # the source's list (the Dashboard may add to it)
         self.recorder.observe_alerts(d.alerts, now=d.now)
         return d
 

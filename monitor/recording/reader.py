@@ -103,6 +103,11 @@ class Recording:
                 for a, b, c, d, e in self._query("SELECT started, ended, pid, version, settings FROM sessions "
                                                  "ORDER BY id")]
 
+    def rosters(self) -> list[tuple[float, tuple[str, ...]]]:
+        """Which targets the source listed (in its order) from when: one entry per change."""
+        return [(float(at), tuple(json.loads(names)))
+                for at, names in self._query("SELECT at, names FROM rosters ORDER BY at, id")]
+
     def alerts(self) -> list[AlertSpan]:
         """Every alert recorded, by start."""
         return [AlertSpan(*row) for row in self._query(

@@ -99,6 +99,9 @@ class ReplaySource:
         self.position = -math.inf
         names = [t.name for t in settings.targets] or recording.targets()
         self._order = list(dict.fromkeys((*names, *recording.targets())))
+        # The source's own list of targets over time, when the recording has it (the default above otherwise).
+        self._rosters = recording.rosters()
+        self._roster: tuple[str, ...] | None = None
         self._urls = {t.name: t.url for t in settings.targets}
         self._roles = {t.name: t.role for t in settings.targets}
 
@@ -130,6 +133,8 @@ class ReplaySource:
             if self._on_health is not None:
                 self._on_health(record.health, record.at)
             self._next_health = None
+        while self._rosters and self._rosters[0][0] <= t:
+            self._roster = self._rosters.pop(0)[1]
         self.position = max(self.position, t)
         return n
 
@@ -141,7 +146,7 @@ class ReplaySource:
 
     def health(self) -> tuple[TargetHealth, ...]:
         out = []
-        for name in self._order:
+        for name in self._roster if self._roster is not None else self._order:
             h = self._health.get(name)
             if h is None:  # not scraped yet at this time, as a live scraper says before its first scrape
                 h = TargetHealth(name=name, url=self._urls.get(name, ""), role=self._roles.get(name), up=None)

@@ -92,6 +92,7 @@ class Recorder:
         self._sids: dict[tuple[str, str, str], int] = {}
         self._next_sid = 1
         self._health: dict[str, TargetHealth] = {}
+        self._roster: tuple[str, ...] | None = None
         self._open_alerts: dict[tuple[str, str | None], Alert] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -195,10 +196,16 @@ class Recorder:
         return sid
 
     def observe_health(self, health: Iterable[TargetHealth]) -> None:
-        """Each target's health, queued when it changed since the last call."""
+        """Each target's health, queued when it changed since the last call; and which targets the source
+        listed, in its order, when that changed (a Prometheus server's row gives way to its targets)."""
         if self.error is not None:
             return
         now = self._clock()
+        health = tuple(health)
+        roster = tuple(h.name for h in health)
+        if roster != self._roster:
+            self._roster = roster
+            self._queue.append(("roster", "", (now, roster)))
         for h in health:
             if self._health.get(h.name) != h:
                 self._health[h.name] = h
@@ -329,7 +336,10 @@ class Recorder:
 
     def _write_alerts(self, db: sqlite3.Connection, alerts: Sequence[tuple]) -> None:
         for kind, item in alerts:
-            if kind == "alert":
+            if kind == "roster":
+                at, names = item
+                db.execute("INSERT INTO rosters(at, names) VALUES (?, ?)", (at, json.dumps(list(names))))
+            elif kind == "alert":
                 a: Alert = item
                 row = db.execute("SELECT id FROM alerts WHERE name = ? AND subject IS ? AND start = ? AND end IS NULL",
                                  (a.name, a.subject, a.since)).fetchone()

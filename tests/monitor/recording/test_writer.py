@@ -151,3 +151,25 @@ def test_retention_drops_compacted_chunks_older_than_it(tmp_path):
     with Recording(path) as r:
         stamps = [stamp for _, stamp, _, _ in r.scrapes()]
     assert stamps[0] >= 29 - 10 - 5 and stamps[-1] == 29.0  # only what is younger than 10 s (a chunk at a time)
+
+
+def test_a_writer_that_cannot_write_stops_and_says_why(tmp_path):
+    path = tmp_path / "r.rec"
+    rec = Recorder(path).open()
+    store = TappedStore(rec)
+    parser = ExpositionParser()
+    assert rec._db is not None
+    rec._db.execute("PRAGMA query_only = ON")  # as good as a full disk: every write now fails
+    for t, samples in _scrapes(parser, 3):
+        store.ingest("w", t, samples)
+    rec.flush_now()
+    for _ in range(500):
+        if rec.error is not None:
+            break
+        import time
+
+        time.sleep(0.01)
+    assert rec.error is not None and str(path) in rec.error and "recording" in rec.error
+    store.ingest("w", 10.0, parser.parse(TEXT.format(n=1, m=1, g=1)))  # the Store goes on; the tap is off
+    assert len(store.series("w", "posttrain_rollouts_total")[0]) == 4
+    rec.close()
