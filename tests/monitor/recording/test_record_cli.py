@@ -118,3 +118,31 @@ def test_bad_arguments(tmp_path, worker_url):
     proc = subprocess.run([sys.executable, "-m", "ptmon.monitor", "record", "--out", str(tmp_path / "r.rec")],
                           capture_output=True, timeout=30)
     assert proc.returncode == 2 and b"no targets" in proc.stderr
+
+
+def test_a_hang_up_stops_it_unless_ignored_as_under_nohup(tmp_path, worker_url):
+    out = tmp_path / "run.rec"
+    hup = _record(worker_url, out)
+    _wait_for_scrapes(out, 2)
+    hup.send_signal(signal.SIGHUP)
+    hup.communicate(timeout=20)
+    assert hup.returncode == 0  # a terminal closing: flush and stop
+
+    def nohup() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    out2 = tmp_path / "nohup.rec"
+    proc = subprocess.Popen([sys.executable, "-m", "ptmon.monitor", "record", worker_url, "--out", str(out2),
+                             "--interval", "0.2"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=nohup)
+    try:
+        _wait_for_scrapes(out2, 2)
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        assert proc.poll() is None  # nohup: the hang-up is ignored, recording goes on
+        n = _wait_for_scrapes(out2, 2)
+        _wait_for_scrapes(out2, n + 3)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    assert proc.returncode == 0
