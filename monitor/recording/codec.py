@@ -16,6 +16,7 @@ Everything here is pure: bytes in, records out. Little-endian on disk.
 
 from __future__ import annotations
 
+import json
 import lzma
 import math
 import struct
@@ -23,14 +24,15 @@ import sys
 import zlib
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from ptmon.monitor.dashboard import TargetHealth
 
 __all__ = ["Scrape", "HealthRecord", "Chunk", "encode_chunk", "decode_chunk", "CODECS", "CodecError",
            "DEFAULT_CODEC"]
 
-_MAGIC = b"PTC1"
+_MAGIC = b"PTC2"
 _HEAD = struct.Struct("<4sIIII")
 _NO = -1  # no string / unknown
 CODECS = ("none", "zlib", "lzma")
@@ -98,6 +100,25 @@ def _unshuffle(data: bytes | memoryview, width: int = 8) -> bytes:
     for i in range(width):
         out[i::width] = data[i * n:(i + 1) * n]
     return bytes(out)
+
+
+# TargetHealth's fields with columns of their own; any other field (a newer ptmon's) goes in a JSON string.
+_COLUMNS = frozenset(("name", "url", "role", "up", "last_scrape", "last_success", "scrape_seconds", "samples",
+                      "series", "dropped_series", "error"))
+_DEFAULTS = {f.name: f.default for f in fields(TargetHealth)}
+
+
+def _extra(h: TargetHealth) -> str | None:
+    """The fields without a column that differ from their default, as JSON (None when there is none)."""
+    out = {k: getattr(h, k) for k in _DEFAULTS if k not in _COLUMNS and getattr(h, k) != _DEFAULTS[k]}
+    return json.dumps(out, sort_keys=True) if out else None
+
+
+def _unextra(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    raw = json.loads(text)
+    return {k: v for k, v in raw.items() if k in _DEFAULTS and k not in _COLUMNS}  # an unknown field: dropped
 
 
 def _opt(x: float | None) -> float:
@@ -171,6 +192,7 @@ def encode_chunk(scrapes: Sequence[Scrape], health: Sequence[HealthRecord], *, c
         _le(array("i", (strings(r.health.role) for r in h))),
         _le(array("i", (strings(r.health.url) for r in h))),
         _le(array("i", (strings(r.health.name) for r in h))),
+        _le(array("i", (strings(_extra(r.health)) for r in h))),
     ]
     table = b"".join(struct.pack("<I", len(b)) + b for b in (s.encode() for s in strings.index))
     out[0] = _HEAD.pack(_MAGIC, len(scrapes), len(layout_arrays), len(h), len(strings.index))
@@ -252,6 +274,7 @@ def decode_chunk(blob: bytes) -> Chunk:
     last_scrape, last_success, seconds = r.arr("d", h), r.arr("d", h), r.arr("d", h)
     samples, series, dropped = r.arr("q", h), r.arr("q", h), r.arr("q", h)
     error, role, url, name = r.arr("i", h), r.arr("i", h), r.arr("i", h), r.arr("i", h)
+    extra = r.arr("i", h)
     strings = [bytes(r.take(r.u32())).decode() for _ in range(n_strings)]
 
     def s(i: int) -> str | None:
@@ -261,5 +284,5 @@ def decode_chunk(blob: bytes) -> Chunk:
         name=s(name[i]) or "", url=s(url[i]) or "", role=s(role[i]), up=None if up[i] == 2 else bool(up[i]),
         last_scrape=_unopt(last_scrape[i]), last_success=_unopt(last_success[i]),
         scrape_seconds=_unopt(seconds[i]), samples=samples[i], series=series[i], dropped_series=dropped[i],
-        error=s(error[i]))) for i in range(h))
+        error=s(error[i]), **_unextra(s(extra[i])))) for i in range(h))
     return Chunk(scrapes=tuple(scrapes), health=health)

@@ -51,6 +51,21 @@ def test_round_trip_layouts_own_timestamps_and_health(codec):
     assert chunk.health == tuple(health)
 
 
+def test_every_health_field_comes_back_also_ones_added_later():
+    """A field TargetHealth gains (``recognised`` came after the codec) round-trips without a codec change."""
+    from dataclasses import fields
+
+    values = {"name": "w", "url": "http://w/metrics", "role": "rollout", "up": False, "last_scrape": 1.5,
+              "last_success": 0.5, "scrape_seconds": 0.25, "samples": 7, "series": 9, "dropped_series": 2,
+              "error": "boom"}
+    odd = {f.name: (not f.default if isinstance(f.default, bool) or f.default is None else f.default)
+           for f in fields(TargetHealth) if f.name not in values}
+    assert odd, "no field beyond the columns: the generic path is untested"
+    h = TargetHealth(**values, **odd)
+    (back,) = decode_chunk(encode_chunk([], [HealthRecord(at=1.0, health=h)])).health
+    assert back.health == h
+
+
 def test_damaged_or_foreign_chunks_are_errors():
     blob = encode_chunk([Scrape(1.0, 1.0, array("I", [1]), array("d", [1.0]))], [], codec="zlib")
     with pytest.raises(CodecError, match="decompress"):

@@ -158,6 +158,19 @@ async def test_seek_to_the_next_event_finds_ones_not_played_yet(tmp_path):
         await feed.aclose()
 
 
+async def test_the_replay_is_a_source_and_a_feed_like_the_others(tmp_path):
+    from ptmon.monitor.feed import Feed
+    from ptmon.monitor.sources.base import Source
+
+    path = tmp_path / "run.rec"
+    await _live_run(path)
+    feed = open_replay(str(path))
+    try:
+        assert isinstance(feed, Feed) and isinstance(feed.source, Source)
+    finally:
+        await feed.aclose()
+
+
 def test_an_empty_recording_is_refused(tmp_path):
     from ptmon.monitor.recording.reader import Recording
     from ptmon.monitor.recording.writer import Recorder
