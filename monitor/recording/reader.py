@@ -105,8 +105,11 @@ class Recording:
 
     def rosters(self) -> list[tuple[float, tuple[str, ...]]]:
         """Which targets the source listed (in its order) from when: one entry per change."""
-        return [(float(at), tuple(json.loads(names)))
-                for at, names in self._query("SELECT at, names FROM rosters ORDER BY at, id")]
+        try:
+            rows = self._db.execute("SELECT at, names FROM rosters ORDER BY at, id").fetchall()
+        except sqlite3.OperationalError:  # a file from before rosters were kept: the replay lists every target
+            return []
+        return [(float(at), tuple(json.loads(names))) for at, names in rows]
 
     def alerts(self) -> list[AlertSpan]:
         """Every alert recorded, by start."""

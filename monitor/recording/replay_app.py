@@ -22,6 +22,8 @@ from ptmon.monitor.text import safe
 
 __all__ = ["ReplayApp", "ReplayBar"]
 
+_FOLLOW_S = 0.5
+
 
 class ReplayBar(Static):
     DEFAULT_CSS = """
@@ -86,6 +88,15 @@ class ReplayApp(PtmonApp):
     async def on_mount(self) -> None:
         await super().on_mount()
         self.replay.playhead.play()
+        # The recorded interval is the data's; while playing, the screen follows the playhead twice a second
+        # (at 20x a 10 s interval would otherwise jump 200 s at a time).
+        self.set_interval(_FOLLOW_S, self._follow)
+
+    def _follow(self) -> None:
+        if self.replay.playhead.playing:
+            self._poll_soon()
+        else:
+            self._show_bar()
 
     def _moved(self) -> None:
         self._show_bar()
