@@ -70,9 +70,11 @@ class RecordingFeed:
 
     def set_interval(self, interval_s: float) -> None:
         self.feed.set_interval(interval_s)
+        self.recorder.observe_action("interval", float(interval_s))
 
     def set_baseline_now(self) -> None:
         self.feed.set_baseline_now()
+        self.recorder.observe_action("baseline")
 
     async def aclose(self) -> None:
         task, self._task = self._task, None

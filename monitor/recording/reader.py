@@ -103,6 +103,14 @@ class Recording:
                 for a, b, c, d, e in self._query("SELECT started, ended, pid, version, settings FROM sessions "
                                                  "ORDER BY id")]
 
+    def actions(self) -> list[tuple[float, str, float | None]]:
+        """(time, kind, value) of each change made at the screen (``interval``, ``baseline``), in time order."""
+        try:
+            rows = self._db.execute("SELECT at, kind, value FROM actions ORDER BY at, id").fetchall()
+        except sqlite3.OperationalError:  # a file from before actions were kept
+            return []
+        return [(float(at), str(kind), None if value is None else float(value)) for at, kind, value in rows]
+
     def rosters(self) -> list[tuple[float, tuple[str, ...]]]:
         """Which targets the source listed (in its order) from when: one entry per change."""
         try:

@@ -179,6 +179,7 @@ class ReplayFeed:
         self._capacity = capacity
         self.playhead = Playhead(*span, real=real)
         self._spans = recording.alerts()
+        self._actions = recording.actions()
         self._reset()
 
     def _reset(self) -> None:
@@ -217,11 +218,33 @@ class ReplayFeed:
     async def dashboard(self, *, window_s: float) -> Dashboard:
         return self.dashboard_at(self.playhead.now(), window_s=window_s)
 
+    def _as_set_at(self, t: float) -> tuple[Settings, float | None, Baseline | None]:
+        """The interval, the rates' restart and the pinned baseline as the person at the live screen had
+        set them by ``t`` (a baseline pinned here in the replay wins)."""
+        interval, since, pinned = self.settings.interval_s, None, None
+        for at, kind, value in self._actions:
+            if at > t:
+                break
+            if kind == "interval" and value is not None and value != interval:
+                interval, since = value, at
+            elif kind == "baseline":
+                pinned = at
+        baseline = self._baseline
+        if baseline is None and pinned is not None:
+            curve = [p for p in self._evals.curve(self.settings.primary_benchmark) if p.timestamp <= pinned]
+            if curve:
+                baseline = Baseline(score=curve[-1].score, spend_dollars=curve[-1].spend_dollars,
+                                    timestamp=curve[-1].timestamp)
+        settings = self.settings if interval == self.settings.interval_s else replace(self.settings,
+                                                                                       interval_s=interval)
+        return settings, since, baseline
+
     def dashboard_at(self, t: float, *, window_s: float) -> Dashboard:
         """The Dashboard the live screen would have shown at ``t`` over ``window_s``."""
         self._advance(t)
-        d = build_dashboard(self.store, self.source.health(), self.settings, now=t, window_s=window_s,
-                            baseline=self._baseline, evals=self._evals)
+        settings, since, baseline = self._as_set_at(t)
+        d = build_dashboard(self.store, self.source.health(), settings, now=t, window_s=window_s,
+                            baseline=baseline, evals=self._evals, rates_since=since)
         recorded = _active(self._spans, t)
         keys = {(a.name, a.subject) for a in recorded}
         previous = (*recorded, *(a for a in self._alerts if (a.name, a.subject) not in keys))

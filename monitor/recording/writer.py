@@ -212,6 +212,12 @@ class Recorder:
                 at = h.last_scrape if h.last_scrape is not None else now
                 self._queue.append(("health", h.name, HealthRecord(at=min(at, now), health=h)))
 
+    def observe_action(self, kind: str, value: float | None = None) -> None:
+        """What the person at the screen changed that changes numbers: ``interval`` (rates restart there),
+        ``baseline`` (the IPD baseline pinned to the latest eval)."""
+        if self.error is None:
+            self._queue.append(("action", "", (self._clock(), kind, value)))
+
     def observe_alerts(self, alerts: Iterable[Alert], *, now: float) -> None:
         """The alerts a Dashboard carried: each one's start, and its end when a later Dashboard lacks it."""
         if self.error is not None:
@@ -336,7 +342,9 @@ class Recorder:
 
     def _write_alerts(self, db: sqlite3.Connection, alerts: Sequence[tuple]) -> None:
         for kind, item in alerts:
-            if kind == "roster":
+            if kind == "action":
+                db.execute("INSERT INTO actions(at, kind, value) VALUES (?, ?, ?)", item)
+            elif kind == "roster":
                 at, names = item
                 db.execute("INSERT INTO rosters(at, names) VALUES (?, ?)", (at, json.dumps(list(names))))
             elif kind == "alert":

@@ -62,6 +62,10 @@ async def _live_run(path):
             if i % 10 == 5:
                 ev.record_eval(benchmark="gsm8k", score=0.3 + 0.01 * i, policy_version=i // 4, samples=100)
             await feed.collect_once()
+            if i == 27:  # the person at the screen presses + (rates restart there) and, later, b
+                feed.set_interval(10.0)
+            if i == 33:
+                feed.set_baseline_now()
             d = await feed.dashboard(window_s=60.0)
             shown[d.now] = d
     finally:
@@ -75,6 +79,8 @@ async def test_replay_gives_every_dashboard_the_live_feed_gave(tmp_path):
     path = tmp_path / "run.rec"
     shown = await _live_run(path)
     assert any(a.name == "target_down" for d in shown.values() for a in d.alerts)  # the run did what it should
+    assert shown[T0 + 5 * 33].baseline_score != shown[T0 + 5 * 32].baseline_score  # b moved the baseline
+    assert shown[T0 + 5 * 28].interval_s == 10.0
     feed = open_replay(str(path))
     try:
         for t, live in shown.items():
