@@ -104,6 +104,8 @@ class PtmonApp(App[int]):
         Binding("w", "panel('workers')", "workers", tooltip="show the rollout workers table"),
         Binding("a", "panel('alerts')", "alerts", tooltip="show the alerts"),
         Binding("b", "baseline", "baseline", tooltip="set the intelligence-per-dollar baseline to now"),
+        Binding("e", "events", "events", show=False,
+                tooltip="the run's event log: alerts (start, end, duration), downs, restarts, syncs, evals"),
         Binding("plus", "interval(1)", "slower", key_display="+", tooltip="longer refresh interval"),
         Binding("minus", "interval(-1)", "faster", key_display="-", tooltip="shorter refresh interval"),
         Binding("left_square_bracket", "window(-1)", "window-", key_display="[",
@@ -325,6 +327,16 @@ class PtmonApp(App[int]):
         self.notify("intelligence-per-dollar baseline set to the latest eval", title="baseline")
         self._poll_soon()
 
+    def action_events(self) -> None:
+        """The event log, when the feed keeps one (``ptmon.monitor.events``); it refreshes while open."""
+        from ptmon.monitor.widgets.events import EventsScreen
+
+        if isinstance(self.screen, EventsScreen):
+            self.screen.dismiss()
+            return
+        events = getattr(self._feed, "events", None)
+        self.push_screen(EventsScreen(events if callable(events) else tuple, clock=self._clock))
+
     def action_panel(self, panel: str) -> None:
         self.active_panel = panel
 
@@ -454,8 +466,20 @@ def run_watch(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from ptmon.monitor.events import EventsFeed
+
+    feed: Feed = EventsFeed(LiveFeed(settings))
+    if getattr(args, "record", None):
+        from ptmon.monitor.recording import RecordingError, recording_feed
+
+        try:
+            recording = recording_feed(settings, args.record)
+        except RecordingError as exc:
+            print(f"ptmon watch: {safe(str(exc))}", file=sys.stderr)
+            return 2
+        feed = EventsFeed(recording, past=recording.history.events if recording.history else ())
     app = PtmonApp(
-        LiveFeed(settings),
+        feed,
         interval_s=settings.interval_s,
         window_s=settings.window_s,
         thresholds=settings.thresholds,

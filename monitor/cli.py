@@ -80,12 +80,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     watch = sub.add_parser("watch", help="the live TUI on real targets")
     _add_source_args(watch)
+    watch.add_argument("--record", metavar="FILE",
+                       help="also record everything into FILE (appended when it exists; see ptmon record)")
+
+    record = sub.add_parser("record", help="record a run headless into a file, for replay and compare")
+    _add_source_args(record)
+    record.add_argument("--out", "-o", metavar="FILE", required=True,
+                        help="the recording (created, or appended to when it exists)")
+    record.add_argument("--retention", metavar="DURATION",
+                        help='drop data older than this, e.g. "48h" (default: keep everything)')
+    record.add_argument("--duration", type=_positive_float, metavar="S", help="stop after S seconds")
 
     snap = sub.add_parser("snapshot", help="one measurement window as a table or JSON")
     _add_source_args(snap)
     snap.add_argument("--over", type=_positive_float, default=5.0, metavar="S",
                       help="seconds to scrape before printing (default 5)")
     snap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    snap.add_argument("--record", metavar="FILE", help="also record what was scraped into FILE (see ptmon record)")
+    snap.add_argument("--from", dest="from_file", metavar="FILE",
+                      help="read a recording instead of scraping: the Dashboard at --at as the screen showed it")
+    snap.add_argument("--at", metavar="TIME",
+                      help="with --from: +5m (after the start), -30s (before the end), a date-time, a clock "
+                           "time or unix seconds (default: the end)")
+
+    replay = sub.add_parser("replay", help="the TUI on a recording: pause, step, seek, 1x-100x")
+    replay.add_argument("file", metavar="FILE", help="a recording of ptmon record or watch --record")
+    replay.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml whose prices, thresholds and evals to use")
+    replay.add_argument("--at", metavar="TIME", help="start at this time (+5m, -30s, 23:50:05, unix seconds)")
+    replay.add_argument("--speed", type=_positive_float, metavar="X", help="playback speed, 1 to 100 (default 1)")
+    replay.add_argument("--window", type=_positive_float, metavar="S", help="measurement window in seconds")
+
+    compare = sub.add_parser("compare", help="runs' eval score against dollars, and a table at equal spend")
+    compare.add_argument("files", nargs="+", metavar="FILE", help="recordings (ptmon record / watch --record)")
+    compare.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml whose prices and eval settings to use")
+    compare.add_argument("--json", action="store_true", help="print JSON instead of a chart and a table")
 
     assets = sub.add_parser("assets", help="write a Prometheus config, rules, alerts and a Grafana dashboard")
     assets.add_argument("dir", metavar="DIR", help="directory to write them into (created if missing)")
@@ -110,6 +138,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ptmon.monitor.deploy.files import run_assets
 
         return run_assets(args)
+    if args.command == "record":
+        from ptmon.monitor.recording.run import run_record
+
+        return run_record(args)
+    if args.command == "compare":
+        from ptmon.monitor.compare import run_compare
+
+        return run_compare(args)
+    if args.command == "replay":
+        from ptmon.monitor.recording.commands import run_replay
+
+        return run_replay(args)
+    if args.command == "snapshot" and args.from_file:
+        from ptmon.monitor.recording.commands import run_snapshot_from
+
+        return run_snapshot_from(args)
     if args.command == "watch":
         from ptmon.monitor.app import run_watch
 

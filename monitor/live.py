@@ -17,7 +17,7 @@ import httpx
 
 from ptmon.monitor.alerts import evaluate
 from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
-from ptmon.monitor.dashboard import Alert, Dashboard
+from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth
 from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.sources.base import Source
@@ -33,11 +33,12 @@ class LiveFeed:
 
     ``clock`` stamps scrapes and sets the Dashboard's now; ``transport``
     replaces the HTTP transport (tests); ``store`` lets a caller share or
-    pre-fill the store.
+    pre-fill the store; ``evals`` the evals seen before (``ptmon watch --record`` on an existing recording).
     """
 
     def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time,
-                 transport: httpx.AsyncBaseTransport | None = None, store: Store | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, store: Store | None = None,
+                 evals: EvalLog | None = None) -> None:
         self._settings = settings
         self._clock = clock
         # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 19 bytes a
@@ -52,7 +53,8 @@ class LiveFeed:
                 settings, store=self.store, transport=transport, clock=clock)
         else:
             self._scraper = Scraper.from_settings(settings, store=self.store, transport=transport, clock=clock)
-        self._evals = EvalLog()
+        # ``evals``: the run's evals from before this monitor started (a recording's), to go on from.
+        self._evals = evals if evals is not None else EvalLog()
         self._baseline: Baseline | None = None
         self._alerts: tuple[Alert, ...] = ()
         self._rates_since: float | None = None  # the last interval change: rates start there
@@ -67,6 +69,15 @@ class LiveFeed:
     async def collect_once(self) -> None:
         """Scrape every target once, now, and return when the samples are stored."""
         await self._scraper.scrape_once()
+
+    @property
+    def evals(self) -> EvalLog:
+        """Every eval observed so far (the event log lists them)."""
+        return self._evals
+
+    def health(self) -> tuple[TargetHealth, ...]:
+        """Each target's health as the source last saw it (what a recorder keeps beside the samples)."""
+        return self._scraper.health()
 
     async def dashboard(self, *, window_s: float) -> Dashboard:
         settings = self._settings

@@ -47,8 +47,11 @@ from ptmon.monitor.text import safe
 __all__ = ["run_snapshot", "collect", "to_json", "render"]
 
 
-async def collect(settings: Settings, *, over: float, feed: LiveFeed | None = None) -> Dashboard:
-    """Scrape ``settings``' targets on their schedules for ``over`` seconds; the Dashboard at the end."""
+async def collect(settings: Settings, *, over: float, feed: Any = None) -> Dashboard:
+    """Scrape ``settings``' targets on their schedules for ``over`` seconds; the Dashboard at the end.
+
+    ``feed``: a LiveFeed, or one wrapping it with a ``store`` (recording, event log); default a LiveFeed.
+    """
     feed = feed or LiveFeed(settings)
     try:
         await feed.start()
@@ -242,9 +245,23 @@ def run_snapshot(args: argparse.Namespace) -> int:
         print("ptmon snapshot: no targets: give /metrics URLs, --prometheus URL, or a --config with [[targets]]",
               file=sys.stderr)
         return 2
-    d = asyncio.run(collect(settings, over=args.over))
+    from ptmon.monitor.events import EventsFeed, events_json
+
+    inner: Any = LiveFeed(settings)
+    if getattr(args, "record", None):
+        from ptmon.monitor.recording import RecordingError, recording_feed
+
+        try:
+            inner = recording_feed(settings, args.record, history=False)
+        except RecordingError as exc:
+            print(f"ptmon snapshot: {safe(str(exc))}", file=sys.stderr)
+            return 2
+    feed = EventsFeed(inner)
+    d = asyncio.run(collect(settings, over=args.over, feed=feed))
     if args.json:
-        print(json.dumps(to_json(d), indent=2, allow_nan=False))
+        out = to_json(d)
+        out["events"] = events_json(feed.events(), now=d.now)
+        print(json.dumps(out, indent=2, allow_nan=False))
     else:
         render(d, Console())
     if not any(t.last_success is not None for t in d.targets):
