@@ -101,13 +101,18 @@ def histogram(spec: MetricSpec, registry: CollectorRegistry, *,
 # sandbox or a multiprocessing pool while its threads record). So every lock the exporters rely on is
 # replaced by a fresh one in the child: the exporters' own (registered with ``fork_safe``), and
 # prometheus_client's on every registry and metric they built (the registry's, a labelled metric's
-# children table, each value's; in multiprocess mode the module's one value lock). A value being
-# changed by another thread at the fork keeps whichever of its old or new number the child saw.
+# children table, each value's). Those guard plain Python objects, consistent between bytecodes; a
+# value being changed by another thread at the fork keeps whichever of its old or new number the child
+# saw. Multiprocess mode is different: its one value lock also guards the mmap'd files, whose buffered
+# file objects have locks of their own (a thread growing a file at the fork would leave the child's copy
+# locked, and the child's first value hangs closing it). So that lock is taken before the fork, so that
+# no thread is inside, and released in the parent and replaced in the child after it.
 
 _LOCK_TYPE = type(threading.Lock())
 _LOCKED: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
 _METRICS: weakref.WeakSet[Counter | Gauge | Histogram] = weakref.WeakSet()
 _Metric = TypeVar("_Metric", Counter, Gauge, Histogram)
+_held_over_fork: list[Any] = []  # the multiprocess lock, while a fork is under way
 
 
 def fork_safe(owner: object, *locks: str) -> None:
@@ -130,7 +135,31 @@ def _fresh_locks(obj: object) -> None:
                 item._lock = threading.Lock()
 
 
+def _multiprocess_lock_cell() -> Any:
+    """The cell holding prometheus_client's multiprocess value lock (a closure variable of the value
+    class), or None in the default mode, whose locks are per value."""
+    inc = getattr(values.ValueClass, "inc", None)
+    code, cells = getattr(inc, "__code__", None), getattr(inc, "__closure__", None)
+    if code is None or cells is None or "lock" not in code.co_freevars:
+        return None
+    cell = cells[code.co_freevars.index("lock")]
+    return cell if isinstance(cell.cell_contents, _LOCK_TYPE) else None
+
+
+def _before_fork() -> None:
+    cell = _multiprocess_lock_cell()
+    if cell is not None:
+        cell.cell_contents.acquire()  # held for microseconds by a value operation; none calls fork()
+        _held_over_fork.append(cell.cell_contents)
+
+
+def _after_fork_in_parent() -> None:
+    while _held_over_fork:
+        _held_over_fork.pop().release()
+
+
 def _after_fork_in_child() -> None:
+    _held_over_fork.clear()
     for owner, locks in list(_LOCKED.items()):
         for name in locks:
             setattr(owner, name, threading.Lock())
@@ -138,21 +167,13 @@ def _after_fork_in_child() -> None:
         _fresh_locks(metric)
         for child in list(getattr(metric, "_metrics", {}).values()):
             _fresh_locks(child)
-    _fresh_multiprocess_lock()
-
-
-def _fresh_multiprocess_lock() -> None:
-    """prometheus_client's multiprocess values share one lock, a closure variable of their class."""
-    inc = getattr(values.ValueClass, "inc", None)
-    code, cells = getattr(inc, "__code__", None), getattr(inc, "__closure__", None)
-    if code is None or cells is None or "lock" not in code.co_freevars:
-        return  # MutexValue (the default): its locks are per value, replaced above
-    cell = cells[code.co_freevars.index("lock")]
-    if isinstance(cell.cell_contents, _LOCK_TYPE):
+    cell = _multiprocess_lock_cell()
+    if cell is not None:
         cell.cell_contents = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)
 
 
 def counter_family(spec: MetricSpec) -> CounterMetricFamily:
