@@ -250,6 +250,11 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
     """
     th = thresholds or Thresholds()
     k = Settings().marginal_k if marginal_k is None else marginal_k
+    return _loop_rules(th) + _progress_rules(th, k)
+
+
+def _loop_rules(th: Thresholds) -> list[AlertRule]:
+    """Is the loop running: targets down, the trainer stalled, weight syncs slow or failing."""
     on = f"on ({', '.join(promql.TARGET_BY)})"
     target = ("{{ with $labels.run }}run {{ . }}: {{ end }}"
               "{{ with $labels.ptmon_name }}{{ . }} {{ end }}({{ $labels.instance }}, job {{ $labels.job }})")
@@ -290,7 +295,12 @@ def alerting_rules(thresholds: Thresholds | None = None, *, marginal_k: int | No
     ]
 
     rules += _sync_failing_rules(th)
+    return rules
 
+
+def _progress_rules(th: Thresholds, k: int) -> list[AlertRule]:
+    """Is it still buying progress: staleness, the rollout rate, marginal IPD, eval regression and age."""
+    rules: list[AlertRule] = []
     stale = promql.staleness_max(per_run=True)
     warn_v, crit_v = _n(th.staleness_warn), _n(th.staleness_critical)
     rules += [
