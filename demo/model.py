@@ -5,7 +5,7 @@ clock, no I/O, so each number can be checked in a test and the same seed
 replays the same run. Times are simulated seconds; ``--speed`` only changes
 how fast the processes sleep through them.
 
-The orders of magnitude follow /work/shared/REFERENCE.md: an 8B model in
+The orders of magnitude are those of real async-RL runs (README, "The demo"): an 8B model in
 bf16 (16 GB of weights) synced over an effective 10 GB/s link takes about
 2 s; H100s at $3/GPU-hour; a GRPO step of ~20 s on 8 trainer GPUs.
 """
