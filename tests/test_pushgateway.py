@@ -40,7 +40,7 @@ from tests.test_prometheus_path import finish, snapshot, stop_process
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
 SCRAPE_S = 1.0  # Prometheus's scrape and rule interval here
-PUSH_EVERY_S = 1.0
+PUSH_EVERY_S = 0.5
 R1_SCORES = (0.40, 0.42, 0.45, 0.47, 0.50, 0.52)
 R2_SCORES = (0.90, 0.80, 0.70, 0.60, 0.50, 0.40)  # mixed into r1's curve, a regression and a negative slope
 
