@@ -20,18 +20,12 @@ import os
 import re
 import signal
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 
-from ptmon.exporters.rollout import RolloutExporter
-from ptmon.exporters.serve import MetricsServer, serve
-from ptmon.exporters.trainer import TrainerExporter
 from ptmon.monitor.app import PtmonApp
 from ptmon.monitor.config import load_settings
 from ptmon.monitor.format import DASH
@@ -39,6 +33,7 @@ from ptmon.monitor.live import LiveFeed
 from ptmon.monitor.widgets import Card, HelpScreen
 from tests.conftest import PrometheusServer
 from tests.monitor.screen import screen_lines, screen_text
+from tests.support.fleet import Fleet, loopback_fleet
 
 SIZE = (220, 56)  # wide enough that the targets table's error column and the alert messages are on screen
 RATE_PER_WORKER = 20.0  # rollouts/s each worker's counter follows
@@ -52,65 +47,38 @@ NAME, ROLE, UP, ERROR, URL = 0, 1, 2, 6, 7
 # --- a small fleet of real exporters on loopback, kept moving ---------------------------------------
 
 
-@dataclass
-class Fleet:
-    trainer: TrainerExporter
-    workers: list[RolloutExporter]
-    servers: list[MetricsServer]  # trainer, rollout-0, rollout-1
+def _instance(fleet: Fleet, name: str) -> str:
+    return f"127.0.0.1:{fleet.servers[NAMES.index(name)].port}"
 
-    def instance(self, name: str) -> str:
-        return f"127.0.0.1:{self.servers[NAMES.index(name)].port}"
+
+class _Loop:
+    """The trainer stepping every STEP_EVERY_S and syncing every SYNC_EVERY_S, the workers adopting each
+    new policy version right after its sync (the fleet's tick)."""
+
+    def __init__(self) -> None:
+        self.next_step, self.next_sync, self.version = 0.0, SYNC_EVERY_S, 0
+
+    def __call__(self, fleet: Fleet, now: float) -> None:
+        if now >= self.next_step:
+            with fleet.trainer.step():
+                pass
+            fleet.trainer.record(tokens=4096, loss=0.25)
+            self.next_step += STEP_EVERY_S
+        if now >= self.next_sync:
+            self.version += 1
+            with fleet.trainer.weight_sync(version=self.version, nbytes=1e9):
+                time.sleep(0.02)
+            for w in fleet.workers:
+                w.set_policy_version(self.version)
+            self.next_sync += SYNC_EVERY_S
 
 
 @pytest.fixture
 def fleet() -> Iterator[Fleet]:
     """A trainer stepping every 0.1 s and syncing weights every 0.7 s, two rollout workers following
-    ``RATE_PER_WORKER * elapsed`` (set from the wall clock, so a loaded machine never lets them lag)
-    and adopting each new policy version right after its sync."""
-    ident: dict[str, Any] = dict(run="prom-run-1", model="qwen-7b", algorithm="grpo")
-    trainer = TrainerExporter(gpus=8, gpu_hour_price=3.0, **ident)
-    workers = [RolloutExporter(gpus=4, gpu_hour_price=2.0, **ident) for _ in range(2)]
-    trainer.publish_policy(0)
-    for w in workers:
-        w.set_policy_version(0)
-    servers = [serve(trainer.registry), *(serve(w.registry) for w in workers)]
-    stop = threading.Event()
-
-    def drive() -> None:
-        t0, done, version = time.monotonic(), [0] * len(workers), 0
-        next_step, next_sync = 0.0, SYNC_EVERY_S
-        while not stop.wait(0.01):
-            now = time.monotonic() - t0
-            due = int(RATE_PER_WORKER * now)
-            for i, w in enumerate(workers):
-                for _ in range(due - done[i]):
-                    w.record_rollout(env="math", tokens=100, reward=0.5, seconds=0.5)
-                done[i] = due
-            if now >= next_step:
-                with trainer.step():
-                    pass
-                trainer.record(tokens=4096, loss=0.25)
-                next_step += STEP_EVERY_S
-            if now >= next_sync:
-                version += 1
-                with trainer.weight_sync(version=version, nbytes=1e9):
-                    time.sleep(0.02)
-                for w in workers:
-                    w.set_policy_version(version)
-                next_sync += SYNC_EVERY_S
-
-    thread = threading.Thread(target=drive, daemon=True)
-    thread.start()
-    try:
-        yield Fleet(trainer, workers, servers)
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for s in servers:
-            try:
-                s.close()
-            except Exception:  # noqa: BLE001 - the test closed it already
-                pass
+    ``RATE_PER_WORKER * elapsed`` and adopting each new policy version right after its sync."""
+    with loopback_fleet(run="prom-run-1", rate_per_worker=RATE_PER_WORKER, reward=0.5, tick=_Loop()) as f:
+        yield f
 
 
 @pytest.fixture
@@ -119,7 +87,7 @@ def prometheus(prometheus_bin: str, tmp_path, fleet: Fleet) -> Iterator[Promethe
     ``ptmon demo --headless`` writes it (jobs: trainer, rollout). Left running (SIGCONT) at teardown."""
     jobs = {"trainer": NAMES[:1], "rollout": NAMES[1:]}
     configs = [{"job_name": job, "scrape_interval": "500ms", "scrape_timeout": "500ms", "metrics_path": "/metrics",
-                "static_configs": [{"targets": [fleet.instance(n)], "labels": {"ptmon_name": n}} for n in names]}
+                "static_configs": [{"targets": [_instance(fleet, n)], "labels": {"ptmon_name": n}} for n in names]}
                for job, names in jobs.items()]
     prom = PrometheusServer(binary=prometheus_bin, directory=tmp_path, scrape_configs=configs, interval="500ms")
     prom.start()
@@ -240,8 +208,8 @@ async def test_watch_prometheus_shows_the_fleet_then_a_dead_exporter_a_hung_and_
             assert targets[name][ROLE] == role
             assert targets[name][UP] == "● up"
             assert targets[name][ERROR] == ""
-            assert targets[name][URL] == fleet.instance(name)  # the instance Prometheus scrapes
-            assert all(part in target_line(app, name) for part in (role, "● up", fleet.instance(name)))
+            assert targets[name][URL] == _instance(fleet, name)  # the instance Prometheus scrapes
+            assert all(part in target_line(app, name) for part in (role, "● up", _instance(fleet, name)))
         rollout = card(app, "rollout")
         assert number(rollout["rollouts"]) > 0, rollout  # e.g. "38.9/s ▶"
         assert number(rollout["tokens"]) > 0, rollout
@@ -262,7 +230,7 @@ async def test_watch_prometheus_shows_the_fleet_then_a_dead_exporter_a_hung_and_
         victim = fleet.servers[2]
         await asyncio.to_thread(victim.close)
         await until(pilot, lambda: rows(app, "targets")["rollout-1"][UP] == "✗ DOWN", what="rollout-1 down")
-        reason = f"down according to Prometheus (job=rollout, instance={fleet.instance('rollout-1')})"
+        reason = f"down according to Prometheus (job=rollout, instance={_instance(fleet, 'rollout-1')})"
         targets = rows(app, "targets")
         assert targets["rollout-1"][ERROR] == reason
         assert row_is_red(app, "targets", "rollout-1")
@@ -273,7 +241,7 @@ async def test_watch_prometheus_shows_the_fleet_then_a_dead_exporter_a_hung_and_
         assert "targets 2/3" in text
         assert "✗ DOWN" in target_line(app, "rollout-1")
         assert "down according to Prometheus" in target_line(app, "rollout-1")  # the error column (cut at its edge)
-        assert f"rollout-1 ({fleet.instance('rollout-1')}) is down: {reason}" in text  # the alerts panel, whole
+        assert f"rollout-1 ({_instance(fleet, 'rollout-1')}) is down: {reason}" in text  # the alerts panel, whole
         assert rows(app, "workers")["rollout-1"][6] == "down"
         assert number(card(app, "rollout")["rollouts"]) > 0  # rollout-0 still counts
         assert app.is_running
@@ -312,7 +280,7 @@ async def test_watch_prometheus_shows_the_fleet_then_a_dead_exporter_a_hung_and_
         for name in NAMES:
             assert "✗ DOWN" in target_line(app, name)
             assert f"Prometheus {host}: connection refu" in target_line(app, name)  # the error column's edge
-            assert f"{name} ({fleet.instance(name)}) is down: {refused}" in text  # the alerts panel, whole
+            assert f"{name} ({_instance(fleet, name)}) is down: {refused}" in text  # the alerts panel, whole
             assert row_is_red(app, "targets", name)
         assert {k.split("\0")[1] for k in app.table("alerts").visible_keys() if k.startswith("target_down")} == set(
             NAMES)

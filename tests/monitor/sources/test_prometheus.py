@@ -11,17 +11,14 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 import httpx
 import pytest
 
-from ptmon.exporters.rollout import RolloutExporter
-from ptmon.exporters.serve import MetricsServer, serve
+from ptmon.exporters.serve import serve
 from ptmon.exporters.trainer import TrainerExporter
 from ptmon.monitor import promql
 from ptmon.monitor.build import build_dashboard
@@ -33,73 +30,21 @@ from ptmon.monitor.sources import PrometheusSource, Source
 from ptmon.monitor.sources.prometheus import parse_matrix, series_selector
 from ptmon.monitor.store import Store
 from tests.monitor.sources.peers import http_server, send
+from tests.support.fleet import Fleet, loopback_fleet
 
 SERVER = Target(name="prom:9090", url="http://prom:9090")
 ROLLOUTS = "posttrain_rollouts_total"
 RATE_PER_WORKER = 20.0  # rollouts/s each worker's counter follows
 
 
-# --- a small fleet of real exporters on loopback ---------------------------------------------------
-
-
-@dataclass
-class Fleet:
-    trainer: TrainerExporter
-    workers: list[RolloutExporter]
-    servers: list[MetricsServer]
-    stop: threading.Event
-    threads: list[threading.Thread]
-
-    @property
-    def urls(self) -> list[str]:
-        return [s.url for s in self.servers]
-
-    def jobs(self) -> dict[str, list[str]]:
-        return {"trainer": [self.servers[0].url], "rollout": [s.url for s in self.servers[1:]]}
-
-    def sync(self, version: int, *, seconds: float) -> None:
-        with self.trainer.weight_sync(version=version, nbytes=1e9):
-            time.sleep(seconds)
+# --- a small fleet of real exporters on loopback (tests/support/fleet.py) ---------------------------
 
 
 @pytest.fixture
 def fleet() -> Iterator[Fleet]:
-    """A trainer and two rollout workers, served over HTTP, each worker's rollout counter following
-    ``RATE_PER_WORKER * elapsed`` (set from the wall clock every 10 ms, so scheduling delays on a
-    loaded machine never accumulate: at any instant a counter is within a count or two of the line)."""
-    ident: dict[str, Any] = dict(run="run-7", model="qwen-7b", algorithm="grpo")
-    trainer = TrainerExporter(gpus=8, gpu_hour_price=3.0, **ident)
-    workers = [RolloutExporter(gpus=4, gpu_hour_price=2.0, **ident) for _ in range(2)]
-    trainer.publish_policy(0)
-    for w in workers:
-        w.set_policy_version(0)
-    servers = [serve(trainer.registry), *(serve(w.registry) for w in workers)]
-    stop = threading.Event()
-
-    def drive() -> None:
-        t0, done = time.monotonic(), [0] * len(workers)
-        while not stop.wait(0.01):
-            due = int(RATE_PER_WORKER * (time.monotonic() - t0))
-            for i, w in enumerate(workers):
-                for _ in range(due - done[i]):
-                    w.record_rollout(env="math", tokens=100, reward=1.0, seconds=0.5)
-                done[i] = due
-
-    threads = [threading.Thread(target=drive, daemon=True)]
-    for t in threads:
-        t.start()
-    f = Fleet(trainer, workers, servers, stop, threads)
-    try:
+    """A trainer and two rollout workers, each worker's rollout counter following ``RATE_PER_WORKER * elapsed``."""
+    with loopback_fleet(run="run-7", rate_per_worker=RATE_PER_WORKER) as f:
         yield f
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(timeout=5)
-        for s in servers:
-            try:
-                s.close()
-            except Exception:  # noqa: BLE001 - a test may have closed it already
-                pass
 
 
 def settings_for(*, prometheus: str | None = None, urls: list[str] | None = None, interval: float = 0.5
