@@ -96,6 +96,7 @@ NOT_LABELS = {
     "monitor/config.py": "ptmon.toml keys (run =, role =) and CLI options",
     "exporters/bridges/trl.py": "the exporter's identity arguments (run, model, algorithm)",
     "demo/proc.py": "a child's announcement JSON (name, role, port)",
+    "monitor/recording/meta.py": "the recording's settings JSON (a target's name, url, role)",
 }
 
 

@@ -279,7 +279,10 @@ async def test_watch_prometheus_shows_the_fleet_then_a_dead_exporter_a_hung_and_
         assert "targets 0/3" in text
         for name in NAMES:
             assert "✗ DOWN" in target_line(app, name)
-            assert f"Prometheus {host}: connection refu" in target_line(app, name)  # the error column's edge
+            # The error column's edge: columns only grow, and while Prometheus hung the up column may have held
+            # "⚠ 12s old" (0.2.0's data age), so the visible cut varies by a few cells; the whole text is
+            # asserted on the row's data above and in the alerts panel below.
+            assert f"Prometheus {host}: connection" in target_line(app, name)
             assert f"{name} ({_instance(fleet, name)}) is down: {refused}" in text  # the alerts panel, whole
             assert row_is_red(app, "targets", name)
         assert {k.split("\0")[1] for k in app.table("alerts").visible_keys() if k.startswith("target_down")} == set(
