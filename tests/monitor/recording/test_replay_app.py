@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.widgets import Input
+
 from ptmon.monitor.recording.commands import open_replay
 from ptmon.monitor.recording.replay_app import ReplayApp, ReplayBar
 from tests.monitor.helpers import T0
@@ -50,6 +52,10 @@ async def test_pause_step_speed_seek_and_the_bar(tmp_path):
         await _settle(app, pilot)
         assert head.now() > head.start
         await pilot.press("g")
+        for _ in range(500):  # the box takes the keys only once it is up and focused
+            await pilot.pause(0.02)
+            if isinstance(app.focused, Input):
+                break
         await pilot.press(*"+100s", "enter")
         await _settle(app, pilot)
         assert head.now() == head.start + 100.0 == app.dashboard.now
