@@ -14,6 +14,7 @@ import importlib.util
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,7 @@ class Observed:
         self.completions: dict[str, int] = {"train": 0, "eval": 0}
         self.rewards: list[float] = []
         self.evals: list[tuple[int, float]] = []
+        self.after_eval: Callable[[], None] = lambda: None
 
     def reward(self, completions: list[str], split: list[str], **kwargs: Any) -> list[float]:
         scores = [float(len(c.split()) % 2) for c in completions]
@@ -86,6 +88,7 @@ class Observed:
 
     def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict[str, float], **kwargs: Any) -> None:
         self.evals.append((state.global_step, metrics["eval_reward"]))
+        self.after_eval()  # runs after PtmonCallback's on_evaluate: its gauges now hold this eval
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("on_"):
@@ -116,6 +119,11 @@ async def test_a_real_grpo_run_reads_as_trl_counts_it(trl_present: None, tmp_pat
     trainer = build(tmp_path, observed, callback)
     assert callback.url is not None  # serving from the trainer's construction on
     feed = LiveFeed(Settings(targets=(Target(name="trl", url=callback.url),), interval_s=0.5, timeout_s=0.4))
+    loop = asyncio.get_running_loop()
+    # An eval is a gauge: two evals between scrapes leave only the second, as with any scraper. The run
+    # here is so fast that a training thread holding the GIL can keep the 0.25 s scrapes off the CPU
+    # across a whole eval interval, so each eval is scraped before training goes on.
+    observed.after_eval = lambda: asyncio.run_coroutine_threadsafe(feed.collect_once(), loop).result(timeout=10)
     try:
         first = time.time()
         await feed.collect_once()

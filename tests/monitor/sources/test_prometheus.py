@@ -76,8 +76,9 @@ async def test_a_dashboard_through_prometheus_agrees_with_direct_scraping_and_wi
     try:
         await asyncio.sleep(2.0)  # both have data from before the syncs
         sync_start = time.time()
-        for v in (1, 2, 3):
+        for v in (1, 2, 3):  # each sync in a scrape interval of its own (0.5 s), so each is seen exactly
             await asyncio.to_thread(fleet.sync, v, seconds=0.05 * v)
+            await asyncio.sleep(1.1)
         for w in fleet.workers:
             w.set_policy_version(2)
         d: dict[str, Dashboard] = {}
@@ -150,9 +151,12 @@ async def test_a_dashboard_through_prometheus_agrees_with_direct_scraping_and_wi
 
         assert mine.rollout_rate_per_s == pytest.approx(
             at_common(f"sum(rate({ROLLOUTS}[{window_ms}ms]))"), rel=0.01)
-        assert mine.weight_sync_p99_s == pytest.approx(at_common(
-            f"histogram_quantile(0.99, sum by (le) (rate(posttrain_weight_sync_seconds_bucket[{window_ms}ms])))"),
-            rel=0.01)
+        # PromQL interpolates p99 inside the (0.128, 0.256] bucket, above the slowest sync seen (0.15 s):
+        # ptmon shows PromQL's quantile within what was observed, never above it.
+        promql_p99 = at_common(
+            f"histogram_quantile(0.99, sum by (le) (rate(posttrain_weight_sync_seconds_bucket[{window_ms}ms])))")
+        assert mine.weight_sync_max_s is not None and promql_p99 > mine.weight_sync_max_s
+        assert mine.weight_sync_p99_s == pytest.approx(min(promql_p99, mine.weight_sync_max_s), rel=0.01)
         assert mine.weight_sync_p50_s == pytest.approx(at_common(
             f"histogram_quantile(0.5, sum by (le) (rate(posttrain_weight_sync_seconds_bucket[{window_ms}ms])))"),
             rel=0.01)
@@ -164,7 +168,8 @@ async def test_a_dashboard_through_prometheus_agrees_with_direct_scraping_and_wi
         assert ev is not None and ev.window_s == 60 and live.now - ev.at < 3
         assert live.rollout_rate_per_s == sum(ev.by_target["rollouts"].values())
         assert {w.name: w.rollouts_per_s for w in live.workers} == dict(ev.by_target["rollouts"])
-        assert live.weight_sync_p99_s == ev.fleet["sync_p99"] and live.weight_sync_count == 3
+        assert live.weight_sync_max_s is not None and live.weight_sync_count == 3
+        assert live.weight_sync_p99_s == min(ev.fleet["sync_p99"], live.weight_sync_max_s)
         assert live.burn_dollars_per_hour == pytest.approx(burn, rel=0.02)  # GPUs x each role's price gauge
         # ... and they are what Prometheus answers for the same expressions at that time (a scrape that had
         # begun but not ended when the source asked can add a sample: 2%).
