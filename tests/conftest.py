@@ -28,8 +28,9 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -224,6 +225,28 @@ class _ServerProcess:
             process.wait(timeout=5)
 
 
+_Server = TypeVar("_Server", bound=_ServerProcess)
+
+
+@contextmanager
+def _started_servers(make: Callable[..., _Server]) -> Iterator[Callable[..., _Server]]:
+    """The one shape of every server fixture: a factory that makes, starts and keeps each server, and
+    stops them all at teardown (a test may start several, or restart one)."""
+    servers: list[_Server] = []
+
+    def start(*args: Any, **kwargs: Any) -> _Server:
+        server = make(*args, **kwargs)
+        servers.append(server)
+        server.start()
+        return server
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.stop()
+
+
 class _QueryAPI:
     """Prometheus's HTTP query API (``/api/v1/...``), as Prometheus, VictoriaMetrics and vmalert serve it."""
 
@@ -285,20 +308,15 @@ class PrometheusServer(_QueryAPI, _ServerProcess):
 def prometheus_server(prometheus_bin: str, tmp_path_factory: pytest.TempPathFactory
                       ) -> Iterator[Callable[..., PrometheusServer]]:
     """Factory: ``prometheus_server(targets, scrape_interval=0.5)`` -> a ready PrometheusServer."""
-    servers: list[PrometheusServer] = []
 
-    def start(targets: Sequence[str] | Mapping[str, Sequence[str]], *,
-              scrape_interval: float = 0.5) -> PrometheusServer:
+    def make(targets: Sequence[str] | Mapping[str, Sequence[str]], *,
+             scrape_interval: float = 0.5) -> PrometheusServer:
         interval = f"{int(scrape_interval * 1000)}ms"
-        server = PrometheusServer(binary=prometheus_bin, directory=tmp_path_factory.mktemp("prometheus"),
-                                  scrape_configs=_scrape_configs(targets, interval), interval=interval)
-        servers.append(server)
-        server.start()
-        return server
+        return PrometheusServer(binary=prometheus_bin, directory=tmp_path_factory.mktemp("prometheus"),
+                                scrape_configs=_scrape_configs(targets, interval), interval=interval)
 
-    yield start
-    for server in servers:
-        server.stop()
+    with _started_servers(make) as start:
+        yield start
 
 
 # --- a real Prometheus on a config file of your own ----------------------------------------------
@@ -314,20 +332,16 @@ def prometheus_server(prometheus_bin: str, tmp_path_factory: pytest.TempPathFact
 def prometheus_on_config(prometheus_bin: str, tmp_path_factory: pytest.TempPathFactory
                          ) -> Iterator[Callable[[Path], PrometheusServer]]:
     """Factory: ``prometheus_on_config(config_path)`` -> a ready PrometheusServer running that file."""
-    servers: list[PrometheusServer] = []
 
-    def start(config_path: Path) -> PrometheusServer:
+    def make(config_path: Path) -> PrometheusServer:
         directory = tmp_path_factory.mktemp("prometheus")
         server = PrometheusServer(binary=prometheus_bin, directory=directory, scrape_configs=[], interval="1s")
         server.config_path.unlink()  # the class writes a config of its own: this server runs the given one
         server.config_path = Path(config_path)
-        servers.append(server)
-        server.start()
         return server
 
-    yield start
-    for server in servers:
-        server.stop()
+    with _started_servers(make) as start:
+        yield start
 
 
 # --- the rest of the ecosystem: VictoriaMetrics, vmalert, Pushgateway, Alertmanager ----------------
@@ -438,69 +452,43 @@ class AlertmanagerServer(_ServerProcess):
 def victoria_metrics_on_config(victoria_metrics_bin: str, tmp_path_factory: pytest.TempPathFactory
                                ) -> Iterator[Callable[..., VictoriaMetricsServer]]:
     """Factory: ``victoria_metrics_on_config(config_path, flags=())`` -> a ready VictoriaMetricsServer."""
-    servers: list[VictoriaMetricsServer] = []
 
-    def start(config_path: Path, *, flags: Sequence[str] = ()) -> VictoriaMetricsServer:
-        server = VictoriaMetricsServer(binary=victoria_metrics_bin, directory=tmp_path_factory.mktemp("vm"),
-                                       config_path=config_path, flags=flags)
-        servers.append(server)
-        server.start()
-        return server
+    def make(config_path: Path, *, flags: Sequence[str] = ()) -> VictoriaMetricsServer:
+        return VictoriaMetricsServer(binary=victoria_metrics_bin, directory=tmp_path_factory.mktemp("vm"),
+                                     config_path=config_path, flags=flags)
 
-    yield start
-    for server in servers:
-        server.stop()
+    with _started_servers(make) as start:
+        yield start
 
 
 @pytest.fixture
 def vmalert_server(vmalert_bin: str, tmp_path_factory: pytest.TempPathFactory
                    ) -> Iterator[Callable[..., VMAlertServer]]:
     """Factory: ``vmalert_server(datasource_url, rule_files, notifier=None, evaluation_interval=5.0)``."""
-    servers: list[VMAlertServer] = []
 
-    def start(datasource: str, rule_files: Sequence[Path], *, notifier: str | None = None,
-              evaluation_interval: float = 5.0, flags: Sequence[str] = ()) -> VMAlertServer:
-        server = VMAlertServer(binary=vmalert_bin, directory=tmp_path_factory.mktemp("vmalert"),
-                               datasource=datasource, rule_files=rule_files, notifier=notifier,
-                               evaluation_interval=evaluation_interval, flags=flags)
-        servers.append(server)
-        server.start()
-        return server
+    def make(datasource: str, rule_files: Sequence[Path], *, notifier: str | None = None,
+             evaluation_interval: float = 5.0, flags: Sequence[str] = ()) -> VMAlertServer:
+        return VMAlertServer(binary=vmalert_bin, directory=tmp_path_factory.mktemp("vmalert"),
+                             datasource=datasource, rule_files=rule_files, notifier=notifier,
+                             evaluation_interval=evaluation_interval, flags=flags)
 
-    yield start
-    for server in servers:
-        server.stop()
+    with _started_servers(make) as start:
+        yield start
 
 
 @pytest.fixture
 def pushgateway_server(pushgateway_bin: str, tmp_path_factory: pytest.TempPathFactory
                        ) -> Iterator[Callable[[], PushgatewayServer]]:
     """Factory: ``pushgateway_server()`` -> a ready PushgatewayServer."""
-    servers: list[PushgatewayServer] = []
-
-    def start() -> PushgatewayServer:
-        server = PushgatewayServer(binary=pushgateway_bin, directory=tmp_path_factory.mktemp("pushgateway"))
-        servers.append(server)
-        server.start()
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
+    with _started_servers(lambda: PushgatewayServer(
+            binary=pushgateway_bin, directory=tmp_path_factory.mktemp("pushgateway"))) as start:
+        yield start
 
 
 @pytest.fixture
 def alertmanager_server(alertmanager_bin: str, tmp_path_factory: pytest.TempPathFactory
                         ) -> Iterator[Callable[[], AlertmanagerServer]]:
     """Factory: ``alertmanager_server()`` -> a ready AlertmanagerServer."""
-    servers: list[AlertmanagerServer] = []
-
-    def start() -> AlertmanagerServer:
-        server = AlertmanagerServer(binary=alertmanager_bin, directory=tmp_path_factory.mktemp("alertmanager"))
-        servers.append(server)
-        server.start()
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
+    with _started_servers(lambda: AlertmanagerServer(
+            binary=alertmanager_bin, directory=tmp_path_factory.mktemp("alertmanager"))) as start:
+        yield start
