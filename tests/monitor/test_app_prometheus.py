@@ -209,7 +209,11 @@ async def test_watch_prometheus_shows_the_fleet_then_a_dead_exporter_a_hung_and_
             assert targets[name][UP] == "● up"
             assert targets[name][ERROR] == ""
             assert targets[name][URL] == _instance(fleet, name)  # the instance Prometheus scrapes
-            assert all(part in target_line(app, name) for part in (role, "● up", _instance(fleet, name)))
+            # On screen too: the painted line can lag the table's data by a frame on a loaded machine.
+            parts = (role, "● up", _instance(fleet, name))
+            await until(pilot, lambda n=name, p=parts: any(  # type: ignore[misc]
+                line.startswith(f"│ {n} ") and all(x in line for x in p) for line in screen_lines(app)),
+                what=f"{name}'s row on screen with {parts}")
         rollout = card(app, "rollout")
         assert number(rollout["rollouts"]) > 0, rollout  # e.g. "38.9/s ▶"
         assert number(rollout["tokens"]) > 0, rollout
