@@ -17,56 +17,26 @@ look the same from outside.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import signal
-import struct
-import subprocess
-import sys
-import termios
-import threading
 import time
 
 import pytest
 
 from tests.demo.helpers import alive, children_of, wait_gone
+from tests.monitor.ptyrun import ENTER_ALT_SCREEN, LEAVE_ALT_SCREEN, PtyRun
 
 pytestmark = pytest.mark.slow  # real processes (a pty or the demo's children)
 
-ENTER_ALT_SCREEN = b"\x1b[?1049h"
-LEAVE_ALT_SCREEN = b"\x1b[?1049l"
-_SGR = re.compile(rb"\x1b\[[0-9;:]*m")  # colours and text styles; cursor moves stay
 
+class DemoPty(PtyRun):
+    """``ptmon demo ARGS`` on the suite's pty, with the launcher's children in view."""
 
-class PtyRun:
     def __init__(self, *args: str) -> None:
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
-        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "48"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "ptmon.monitor", "demo", *args],
-                                     stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-        os.close(slave)
-        self.master = master
-        self.output = bytearray()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        super().__init__("demo", *args)
 
-    def _read(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            self.output += chunk
-
-    def screen_text(self) -> bytes:
-        """Everything written so far, without colour/style sequences (a cell's text stays contiguous)."""
-        return _SGR.sub(b"", bytes(self.output))
-
-    def wait_for(self, needle: bytes, children: int, timeout_s: float = 40.0) -> list[int]:
+    def wait_for_children(self, needle: bytes, children: int, timeout_s: float = 40.0) -> list[int]:
         """Pids of the launcher's children once ``children`` are alive and the app has drawn ``needle``."""
         deadline = time.monotonic() + timeout_s
         while True:
@@ -91,22 +61,14 @@ class PtyRun:
         self.master = -1
         self.proc.send_signal(signal.SIGHUP)
 
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self._reader.join(timeout=2)
-        if self.master >= 0:
-            os.close(self.master)
-
 
 @pytest.mark.parametrize("how", ["q", "SIGINT", "SIGTERM", "duration"])
 def test_quitting_the_screen_stops_every_child(how: str) -> None:
     extra = ("--duration", "4") if how == "duration" else ()
-    run = PtyRun("--speed", "100", "--workers", "1", "--interval", "0.5", *extra)
+    run = DemoPty("--speed", "100", "--workers", "1", "--interval", "0.5", *extra)
     try:
         # With --duration the screen may already be closing on a slow machine: only the children are awaited.
-        pids = run.wait_for(b"" if how == "duration" else b"rollout-0", children=3)
+        pids = run.wait_for_children(b"" if how == "duration" else b"rollout-0", children=3)
         assert all(alive(p) for p in pids)
         time.sleep(0.5)  # let the app settle into its poll loop
         if how == "q":
@@ -122,9 +84,9 @@ def test_quitting_the_screen_stops_every_child(how: str) -> None:
 
 
 def test_a_hung_up_terminal_stops_every_child_and_the_launcher() -> None:
-    run = PtyRun("--speed", "100", "--workers", "1", "--interval", "0.5")
+    run = DemoPty("--speed", "100", "--workers", "1", "--interval", "0.5")
     try:
-        pids = run.wait_for(b"rollout-0", children=3)
+        pids = run.wait_for_children(b"rollout-0", children=3)
         time.sleep(0.5)
         run.hang_up()
         assert run.proc.wait(timeout=20) == 128 + signal.SIGHUP  # no screen to restore: out at once
