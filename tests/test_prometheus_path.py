@@ -90,6 +90,23 @@ def as_grafana_sends(expr: str) -> str:
     return _VARIABLE.sub(sub, expr)
 
 
+def same_targets_and_rate(by_direct: dict[str, Any], by_served: dict[str, Any], names: set[str], *,
+                          window_s: float) -> tuple[float, float, float]:
+    """What every served path must agree on with a direct snapshot of the same demo: the window, the
+    end within 5 s, the same targets up by name, rollouts/s within RATE_TOLERANCE. Returns the two rates
+    and their relative difference, for the test's printed figures."""
+    assert by_direct["window_s"] == by_served["window_s"] == window_s
+    assert abs(by_direct["now"] - by_served["now"]) < 5.0
+    up_direct = {t["name"] for t in by_direct["targets"] if t["up"]}
+    up_served = {t["name"] for t in by_served["targets"] if t["up"]}
+    assert up_direct == up_served == names, (by_served["targets"], by_direct["targets"])
+    rate_direct, rate_served = by_direct["rollout_rate_per_s"], by_served["rollout_rate_per_s"]
+    assert rate_direct and rate_served
+    rate_diff = abs(rate_served - rate_direct) / rate_direct
+    assert rate_diff <= RATE_TOLERANCE, (rate_direct, rate_served)
+    return rate_direct, rate_served, rate_diff
+
+
 def sync_bucket(seconds: float) -> int:
     """Index of the weight-sync histogram bucket holding ``seconds``: i where bound[i-1] < s <= bound[i].
 
@@ -282,23 +299,12 @@ def test_shipped_assets_over_the_demo_agree_with_a_direct_scrape(
 
     # Same period: each measured the last WINDOW_S seconds (neither shortened it to younger data), and
     # they ended within a few seconds of each other.
-    assert by_direct["window_s"] == by_prometheus["window_s"] == WINDOW_S
     ended_apart = abs(by_direct["now"] - by_prometheus["now"])
-    assert ended_apart < 5.0
-
-    # The same targets up, by the names the sd file gives them (ptmon_name) and the config gives them.
-    up_direct = {t["name"] for t in by_direct["targets"] if t["up"]}
-    up_prometheus = {t["name"] for t in by_prometheus["targets"] if t["up"]}
-    assert up_direct == up_prometheus == names
-
     # Rollout rate within 5%, relative to the direct scrape (the reference: 1 s samples, no Prometheus).
     # What separates them: Prometheus sees a 5 s-spaced subset of the same counters and extrapolates
     # the range's ends (PromQL's rate), the direct path reads 1 s samples; at ~1,100 rollouts/s over
     # 30 s the counting noise in those few seconds is well under 1%, so 5% is a real check.
-    rate_direct, rate_prometheus = by_direct["rollout_rate_per_s"], by_prometheus["rollout_rate_per_s"]
-    assert rate_direct and rate_prometheus
-    rate_diff = abs(rate_prometheus - rate_direct) / rate_direct
-    assert rate_diff <= RATE_TOLERANCE, (rate_direct, rate_prometheus)
+    rate_direct, rate_prometheus, rate_diff = same_targets_and_rate(by_direct, by_prometheus, names, window_s=WINDOW_S)
 
     # Weight-sync p99 within one histogram bucket (see sync_bucket): both are histogram_quantile over
     # the same buckets and nearly the same syncs; the few syncs at the window's edges that one counts
