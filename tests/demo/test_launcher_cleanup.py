@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.demo.helpers import URL_RE, read_until
-from tests.demo.test_launcher_tui import PtyRun
+from tests.demo.test_launcher_tui import DemoPty
 
 pytestmark = pytest.mark.slow  # the demo's processes
 
@@ -64,9 +64,9 @@ def test_headless_leaves_no_target_listed_and_no_run_directory(tmp_path: Path, h
 
 def test_quitting_the_screen_leaves_no_target_listed(tmp_path: Path) -> None:
     sd_file = tmp_path / "ptmon.demo.json"
-    run = PtyRun("--speed", "100", "--workers", "1", "--interval", "0.5", "--sd-file", str(sd_file))
+    run = DemoPty("--speed", "100", "--workers", "1", "--interval", "0.5", "--sd-file", str(sd_file))
     try:
-        run.wait_for(b"rollout-0", children=3)
+        run.wait_for_children(b"rollout-0", children=3)
         assert len(_listed(sd_file)) == 3
         os.write(run.master, b"q")
         assert run.proc.wait(timeout=20) == 0
