@@ -62,3 +62,32 @@ def test_an_interval_below_a_tenth_of_a_second_is_a_usage_error(command: list[st
     assert exit_info.value.code == 2
     assert "expected an interval of at least 0.1 s, got '1e-7'" in capsys.readouterr().err
     assert build_parser().parse_args([*command, "--interval", "0.1"]).interval == 0.1
+
+
+@pytest.mark.parametrize(("argv", "dest", "seconds"), [
+    (["watch", "localhost:9100", "--interval", "500ms"], "interval", 0.5),
+    (["watch", "localhost:9100", "--window", "5m"], "window", 300.0),
+    (["watch", "localhost:9100", "--timeout", "800ms"], "timeout", 0.8),
+    (["snapshot", "localhost:9100", "--window", "1h"], "window", 3600.0),
+    (["snapshot", "localhost:9100", "--over", "1m"], "over", 60.0),
+    (["record", "localhost:9100", "-o", "r.ptrec", "--duration", "1h30m"], "duration", 5400.0),
+    (["record", "localhost:9100", "-o", "r.ptrec", "--interval", "2s"], "interval", 2.0),
+    (["demo", "--duration", "90s"], "duration", 90.0),
+    (["demo", "--interval", "250ms"], "interval", 0.25),
+    (["replay", "r.ptrec", "--window", "10m"], "window", 600.0),
+    (["watch", "localhost:9100", "--window", "120"], "window", 120.0),  # plain seconds still work
+])
+def test_every_flag_taking_seconds_takes_a_duration_as_ptmon_toml_does(argv: list[str], dest: str,
+                                                                        seconds: float) -> None:
+    assert getattr(build_parser().parse_args(argv), dest) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("value", ["5 minutes", "5mm", "m5", "-5m", "0s"])
+def test_a_bad_duration_is_a_usage_error_saying_what_is_expected(value: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["snapshot", "localhost:9100", f"--window={value}"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert repr(value) in err
+    assert "duration" in err
