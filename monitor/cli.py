@@ -57,7 +57,9 @@ def _interval(text: str) -> float:
 
 
 def _add_source_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("urls", nargs="*", metavar="URL", help="/metrics URLs to scrape (host:port is enough)")
+    p.add_argument("urls", nargs="*", metavar="[NAME=]URL",
+                   help="/metrics URLs to scrape (host:port is enough); NAME= names the target "
+                        "(trainer=localhost:9100)")
     p.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml with targets, prices and thresholds")
     p.add_argument("--run", metavar="NAME",
                    help="with --prometheus: only the targets of this run (the run label of their run info)")

@@ -31,7 +31,7 @@ from ptmon.monitor.settings import (
     window_fits,
 )
 
-__all__ = ["ConfigError", "load_settings", "target_from_url", "prometheus_from_url", "parse_duration",
+__all__ = ["ConfigError", "load_settings", "target_from_url", "target_from_arg", "prometheus_from_url", "parse_duration",
            "distinct_names", "PROMETHEUS_MAX_BODY_BYTES"]
 
 _CLI = "command line"
@@ -128,6 +128,24 @@ def target_from_url(url: str) -> Target:
         basic = (unquote(parts.username), unquote(parts.password or ""))
     clean = urlunsplit((parts.scheme, netloc, path, parts.query, ""))
     return Target(name=netloc, url=clean, basic_auth=basic)
+
+
+_ARG_NAME_RE = re.compile(r"[\w.-]+")
+
+
+def target_from_arg(text: str) -> tuple[Target, bool]:
+    """A target from one command-line argument, and whether it was named: ``URL`` or ``NAME=URL``.
+
+    ``trainer=localhost:9100`` names the target ``trainer``. The part before the first ``=`` is a name only
+    when it could not be part of a URL (letters, digits, ``_.-``: no ``:/?@``), so a query such as
+    ``host:9115/probe?target=x`` stays a URL. The one place command-line target arguments are read.
+    """
+    name, sep, rest = text.partition("=")
+    if not sep or not _ARG_NAME_RE.fullmatch(name):
+        return target_from_url(text), False
+    if not rest.strip():
+        raise ValueError(f"a URL after {name}= (NAME=URL, like {name}=localhost:9100)")
+    return replace(target_from_url(rest), name=name), True
 
 
 def distinct_names(targets: Sequence[Target], *, keep: Sequence[bool] = ()) -> list[Target]:
@@ -499,14 +517,16 @@ def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], pr
         kwargs.pop("targets", None)
     if urls:
         kwargs.pop("prometheus", None)
-        targets = []
+        targets, named = [], []
         for i, url in enumerate(urls):
             try:
-                targets.append(target_from_url(url))
+                target, was_named = target_from_arg(url)
             except ValueError as exc:
                 raise cli.error(f"URL {i + 1}", str(exc), _without_credentials(url)) from None
+            targets.append(target)
+            named.append(was_named)
         seen: set[str] = set()
-        for i, t in enumerate(targets := distinct_names(targets)):
+        for i, t in enumerate(targets := distinct_names(targets, keep=named)):
             if t.name in seen:
                 raise cli.error(f"URL {i + 1}", f"each target once ({t.name} is given twice)", show_got=False)
             seen.add(t.name)

@@ -10,6 +10,8 @@ from importlib.metadata import version
 import pytest
 
 from ptmon.monitor.cli import build_parser, main
+from ptmon.monitor.config import ConfigError, load_settings
+from ptmon.monitor.settings import Settings
 
 
 def ptmon(*args: str) -> subprocess.CompletedProcess[str]:
@@ -91,3 +93,32 @@ def test_a_bad_duration_is_a_usage_error_saying_what_is_expected(value: str,
     err = capsys.readouterr().err
     assert repr(value) in err
     assert "duration" in err
+
+
+def _cli_settings(*argv: str) -> Settings:
+    args = build_parser().parse_args(["snapshot", *argv])
+    return load_settings(config_path=args.config, urls=args.urls, interval_s=args.interval, window_s=args.window,
+                         timeout_s=args.timeout)
+
+
+def test_name_equals_url_names_the_target_and_a_plain_url_keeps_its_default_name() -> None:
+    s = _cli_settings("trainer=localhost:9100", "rollout-0=http://10.0.0.5:9200/metrics", "localhost:9300")
+    assert [(t.name, t.url) for t in s.targets] == [
+        ("trainer", "http://localhost:9100/metrics"),
+        ("rollout-0", "http://10.0.0.5:9200/metrics"),
+        ("localhost:9300", "http://localhost:9300/metrics"),
+    ]
+
+
+def test_an_equals_sign_inside_a_url_is_not_a_name() -> None:
+    # A blackbox exporter's probe: the "=" is the query's, and "host:9115/probe?target" is no name.
+    s = _cli_settings("localhost:9115/probe?target=trainer", "http://h:1/m?x=1")
+    assert [t.url for t in s.targets] == ["http://localhost:9115/probe?target=trainer", "http://h:1/m?x=1"]
+    assert s.targets[0].name == "localhost:9115"
+
+
+def test_a_name_given_twice_or_without_a_url_is_refused_naming_the_argument() -> None:
+    with pytest.raises(ConfigError, match=r"URL 2: expected each target once \(a is given twice\)"):
+        _cli_settings("a=localhost:1", "a=localhost:2")
+    with pytest.raises(ConfigError, match=r"URL 1: expected a URL after trainer= \(NAME=URL"):
+        _cli_settings("trainer=")
