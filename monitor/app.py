@@ -125,9 +125,11 @@ class PtmonApp(App[int]):
         title: str = "ptmon",
         thresholds: Thresholds | None = None,
         timeout_s: float | None = None,
+        config_file: str | None = None,
     ) -> None:
         super().__init__()
         self.title = title
+        self._config_file = config_file  # the ptmon.toml read, named in the targets table's title
         self._feed = feed
         self._clock = clock
         self.thresholds = thresholds or Thresholds()
@@ -161,7 +163,7 @@ class PtmonApp(App[int]):
             yield SparkCell("sync", id="spark-sync")
         with Vertical(id="bottom", classes=f"-{self.active_panel}"):
             with Horizontal(id="tables"):
-                yield TargetsTable(id="targets")
+                yield TargetsTable(id="targets", config_file=self._config_file)
                 yield WorkersTable(thresholds=self.thresholds, id="workers")
             yield AlertsTable(id="alerts")
         yield Input(placeholder="filter: type to keep matching rows, Enter keeps, Esc clears", id="filter",
@@ -484,6 +486,7 @@ def run_watch(args: argparse.Namespace) -> int:
         window_s=settings.window_s,
         thresholds=settings.thresholds,
         timeout_s=settings.timeout_s,
+        config_file=settings.config_file,
     )
     app.run()
     return app.return_code or 0

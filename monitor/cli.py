@@ -60,7 +60,10 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("urls", nargs="*", metavar="[NAME=]URL",
                    help="/metrics URLs to scrape (host:port is enough); NAME= names the target "
                         "(trainer=localhost:9100)")
-    p.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml with targets, prices and thresholds")
+    p.add_argument("--config", "-c", metavar="FILE",
+                   help="ptmon.toml with targets, prices and thresholds (default: ./ptmon.toml, else "
+                        "$PTMON_CONFIG, else ~/.config/ptmon/ptmon.toml; the screen says which it read)")
+    p.add_argument("--no-config", action="store_true", help="read no ptmon.toml (only the command line)")
     p.add_argument("--run", metavar="NAME",
                    help="with --prometheus: only the targets of this run (the run label of their run info)")
     p.add_argument("--prometheus", metavar="URL",
@@ -144,11 +147,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _discover_config(args: argparse.Namespace) -> str | None:
+    """The commands that scrape (watch, record, snapshot) find a ptmon.toml when none is given; replay,
+    compare and assets read one only when told (it overrides what a recording remembers). An error message
+    when $PTMON_CONFIG names a missing file, else None (``args.config`` set to the file found)."""
+    scrapes = args.command in ("watch", "record") or (args.command == "snapshot" and not args.from_file)
+    if not scrapes or args.config is not None or args.no_config:
+        return None
+    from ptmon.monitor.config import ConfigError, find_config
+    from ptmon.monitor.text import safe
+
+    try:
+        args.config = find_config()
+    except ConfigError as exc:
+        return f"ptmon {args.command}: {safe(str(exc))}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
+        return 2
+    if (problem := _discover_config(args)) is not None:
+        print(problem, file=sys.stderr)
         return 2
     if args.command == "demo":
         from ptmon.demo.launcher import run_demo

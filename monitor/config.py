@@ -31,10 +31,11 @@ from ptmon.monitor.settings import (
     window_fits,
 )
 
-__all__ = ["ConfigError", "load_settings", "target_from_url", "target_from_arg", "prometheus_from_url", "parse_duration",
-           "distinct_names", "PROMETHEUS_MAX_BODY_BYTES"]
+__all__ = ["ConfigError", "load_settings", "target_from_url", "target_from_arg", "prometheus_from_url",
+           "parse_duration", "distinct_names", "find_config", "CONFIG_NAME", "PROMETHEUS_MAX_BODY_BYTES"]
 
 _CLI = "command line"
+CONFIG_NAME = "ptmon.toml"
 _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_bytes", "concurrency",
                        "prices", "eval", "alerts", "targets", "prometheus", "run"})
 _EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
@@ -61,6 +62,31 @@ class ConfigError(ValueError):
 def _show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def find_config(*, cwd: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The ptmon.toml to read when none is given: ``./ptmon.toml``, else ``$PTMON_CONFIG``, else
+    ``$XDG_CONFIG_HOME/ptmon/ptmon.toml`` (``~/.config/ptmon/ptmon.toml``); None when there is none.
+
+    The project's file first, as git, ruff and cargo find theirs: the run in this directory is the one
+    meant. ``$PTMON_CONFIG`` naming a file that is not there is an error, not a quiet fallback: someone
+    set it to be read.
+    """
+    env = os.environ if environ is None else environ
+    here = CONFIG_NAME if cwd is None else os.path.join(cwd, CONFIG_NAME)
+    if os.path.isfile(here):
+        return here
+    named = env.get("PTMON_CONFIG", "")
+    if named:
+        if not os.path.isfile(named):
+            raise ConfigError(named, "(file)", "an existing ptmon.toml (named by $PTMON_CONFIG; not found)",
+                              show_got=False)
+        return named
+    base = env.get("XDG_CONFIG_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative (the XDG spec says to ignore it then)
+        base = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    user = os.path.join(base, "ptmon", CONFIG_NAME)
+    return user if os.path.isfile(user) else None
 
 
 def parse_duration(value: object) -> float:
@@ -477,6 +503,7 @@ def load_settings(
     origin: dict[str, tuple[str, str]] = {}  # field -> (source, key) that set it
     if config_path is not None:
         kwargs, _ = _load_file(config_path)
+        kwargs["config_file"] = config_path
         origin = {f: (config_path, k) for f, k in (("interval_s", "interval"), ("window_s", "window"),
                                                    ("timeout_s", "timeout")) if f in kwargs}
     cli = _Reader(_CLI)

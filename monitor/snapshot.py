@@ -88,12 +88,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def to_json(d: Dashboard) -> dict[str, Any]:
-    """Every Dashboard field (nulls for unknowns) plus ``level`` and ``targets_up``."""
+def to_json(d: Dashboard, *, config_file: str | None = None) -> dict[str, Any]:
+    """Every Dashboard field (nulls for unknowns) plus ``level``, ``targets_up`` and ``config_file`` (the
+    ptmon.toml read, null for none)."""
     out: dict[str, Any] = _jsonable(dataclasses.asdict(d))
     out["spend_by_role"] = {role: dollars for role, dollars in d.spend_by_role}
     out["level"] = d.level
     out["targets_up"] = d.targets_up
+    out["config_file"] = config_file
     return out
 
 
@@ -178,7 +180,7 @@ def _cell(value: str | Text) -> Text:
     return value if isinstance(value, Text) else Text(safe(value))
 
 
-def render(d: Dashboard, console: Console) -> None:
+def render(d: Dashboard, console: Console, *, config_file: str | None = None) -> None:
     """The Dashboard as Rich tables; scraped strings go through ``lit``, numbers through ``ptmon.monitor.format``.
 
     Every cell is a ``Text`` (``_cell``), never a ``str``: Rich reads a ``str`` cell as markup, so one
@@ -192,6 +194,7 @@ def render(d: Dashboard, console: Console) -> None:
             title.append(lit(part))
     title.append(f"  window {d.window_s:.0f} s  targets up {d.targets_up}/{len(d.targets)}  level {d.level}")
     console.print(title)
+    console.print(Text("config ") + lit(config_file) if config_file else Text("no config file"), style="dim")
 
     numbers = Table(show_header=False, box=None, pad_edge=False)
     numbers.add_column(style="bold")
@@ -259,11 +262,11 @@ def run_snapshot(args: argparse.Namespace) -> int:
     feed = EventsFeed(inner)
     d = asyncio.run(collect(settings, over=args.over, feed=feed))
     if args.json:
-        out = to_json(d)
+        out = to_json(d, config_file=settings.config_file)
         out["events"] = events_json(feed.events(), now=d.now)
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
-        render(d, Console())
+        render(d, Console(), config_file=settings.config_file)
     if not any(t.last_success is not None for t in d.targets):
         print(f"ptmon snapshot: {_none_answered(d)}", file=sys.stderr)
         return 1

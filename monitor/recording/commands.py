@@ -75,13 +75,13 @@ def run_snapshot_from(args: argparse.Namespace) -> int:
     if args.json:
         from ptmon.monitor.events import events_json
 
-        out = to_json(d)
+        out = to_json(d, config_file=args.config)
         out["events"] = events_json(feed.events(), now=d.now)
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
         from rich.console import Console
 
-        render(d, Console())
+        render(d, Console(), config_file=args.config)
     return 0 if any(t.last_success is not None for t in d.targets) else 1
 
 

@@ -669,3 +669,15 @@ def test_snapshot_compact_alerts_panel(snap_compare) -> None:
 
 def test_snapshot_compact_help(snap_compare) -> None:
     assert snap_compare(_snap_app(), terminal_size=SMALL, run_before=_ready, press=["question_mark"])
+
+
+async def test_the_targets_table_names_the_config_file_read() -> None:
+    clock = FakeClock(T0)
+    app = PtmonApp(FakeFeed(clock=clock), clock=clock, config_file="~/.config/ptmon/ptmon.toml")
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        assert "from ~/.config/ptmon/ptmon.toml" in screen_text(app)
+    plain = PtmonApp(FakeFeed(clock=clock), clock=clock)
+    async with plain.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        assert " · from " not in screen_text(plain)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import socket
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from ptmon.monitor.cli import build_parser, main
-from ptmon.monitor.config import ConfigError, load_settings
+from ptmon.monitor.config import ConfigError, find_config, load_settings
 from ptmon.monitor.settings import Settings
 
 
@@ -122,3 +126,87 @@ def test_a_name_given_twice_or_without_a_url_is_refused_naming_the_argument() ->
         _cli_settings("a=localhost:1", "a=localhost:2")
     with pytest.raises(ConfigError, match=r"URL 1: expected a URL after trainer= \(NAME=URL"):
         _cli_settings("trainer=")
+
+
+# --- config discovery: ./ptmon.toml, then $PTMON_CONFIG, then ~/.config/ptmon/ptmon.toml ----------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _toml(path: Path, name: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[[targets]]\nname = "{name}"\nurl = "127.0.0.1:{_closed_port()}"\n')
+    return path
+
+
+@pytest.fixture
+def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A working directory, a $PTMON_CONFIG file and an XDG config home, each with its own ptmon.toml."""
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    return {"cwd": _toml(work / "ptmon.toml", "from-cwd"), "env": _toml(tmp_path / "env.toml", "from-env"),
+            "user": _toml(home / ".config" / "ptmon" / "ptmon.toml", "from-user")}
+
+
+def _snapshot_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert main(["snapshot", "--over", "200ms", "--json", *argv]) == 1  # the target is down: nothing answered
+    return cast(dict[str, Any], json.loads(capsys.readouterr().out))
+
+
+def test_config_discovery_reads_the_working_directorys_ptmon_toml_first(
+        places: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PTMON_CONFIG", str(places["env"]))
+    out = _snapshot_json(capsys)
+    assert out["config_file"] == "ptmon.toml"
+    assert [t["name"] for t in out["targets"]] == ["from-cwd"]
+
+
+def test_config_discovery_then_ptmon_config_then_the_users_config(
+        places: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    places["cwd"].unlink()
+    monkeypatch.setenv("PTMON_CONFIG", str(places["env"]))
+    out = _snapshot_json(capsys)
+    assert (out["config_file"], out["targets"][0]["name"]) == (str(places["env"]), "from-env")
+    monkeypatch.delenv("PTMON_CONFIG")
+    out = _snapshot_json(capsys)
+    assert (out["config_file"], out["targets"][0]["name"]) == (str(places["user"]), "from-user")
+    places["user"].unlink()
+    assert find_config() is None
+
+
+def test_config_discovery_of_home_dot_config_without_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    user = _toml(tmp_path / "home" / ".config" / "ptmon" / "ptmon.toml", "x")
+    assert find_config() == str(user)
+
+
+def test_the_table_names_the_config_file_it_read(places: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["snapshot", "--over", "200ms"]) == 1
+    assert "config ptmon.toml" in capsys.readouterr().out
+
+
+def test_an_explicit_config_or_no_config_skips_discovery(places: dict[str, Path],
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = _snapshot_json(capsys, "--config", str(places["env"]))
+    assert out["config_file"] == str(places["env"])
+    out = _snapshot_json(capsys, "--no-config", f"cli=127.0.0.1:{_closed_port()}")
+    assert out["config_file"] is None
+    assert [t["name"] for t in out["targets"]] == ["cli"]
+
+
+def test_a_ptmon_config_naming_a_missing_file_is_an_error_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PTMON_CONFIG", str(tmp_path / "nope.toml"))
+    assert main(["watch"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"ptmon watch: {tmp_path / 'nope.toml'}: (file): expected an existing ptmon.toml "
+        "(named by $PTMON_CONFIG; not found)")
