@@ -31,6 +31,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _width(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 40:
+        raise argparse.ArgumentTypeError(f"expected a width of at least 40 columns, got {text!r}")
+    return value
+
+
 def _seconds(text: str) -> float:
     """A positive duration: seconds as a number, or "500ms", "30s", "5m", "1h30m" as ptmon.toml takes them
     (the same parser, ``config.parse_duration``, so a value copied from the file means the same here)."""
@@ -114,11 +124,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help='drop data older than this, e.g. "48h" (default: keep everything)')
     record.add_argument("--duration", type=_seconds, metavar="DURATION", help="stop after this long (90s, 5m, 1h)")
 
-    snap = sub.add_parser("snapshot", help="one measurement window as a table or JSON")
+    snap = sub.add_parser("snapshot", help="one measurement window as a table or JSON",
+                          epilog="exit status: 0 a target answered; 1 none answered; 2 a usage or configuration "
+                                 "error; 3 --fail-on's level reached")
     _add_source_args(snap)
     snap.add_argument("--over", type=_seconds, default=5.0, metavar="DURATION",
                       help="how long to scrape before printing: seconds, or 10s, 1m (default 5s)")
     snap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    snap.add_argument("--fail-on", choices=("warn", "critical"), metavar="LEVEL",
+                      help="exit 3 when the level reaches LEVEL: warn (a warning or worse) or critical")
+    snap.add_argument("--width", type=_width, metavar="N",
+                      help="the table's width in columns; long cells end in … and rows never wrap "
+                           "(default: the terminal's, or 160 when not a terminal)")
     snap.add_argument("--record", metavar="FILE", help="also record what was scraped into FILE (see ptmon record)")
     snap.add_argument("--from", dest="from_file", metavar="FILE",
                       help="read a recording instead of scraping: the Dashboard at --at as the screen showed it")

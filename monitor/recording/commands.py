@@ -61,7 +61,7 @@ def _span_text(span: tuple[float, float]) -> str:
 
 
 def run_snapshot_from(args: argparse.Namespace) -> int:
-    from ptmon.monitor.snapshot import render, to_json
+    from ptmon.monitor.snapshot import exit_status, render, snapshot_console, to_json
 
     try:
         feed = open_replay(args.from_file, config=args.config, window_s=args.window, at=args.at or "end")
@@ -79,10 +79,8 @@ def run_snapshot_from(args: argparse.Namespace) -> int:
         out["events"] = events_json(feed.events(), now=d.now)
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
-        from rich.console import Console
-
-        render(d, Console(), config_file=args.config)
-    return 0 if any(t.last_success is not None for t in d.targets) else 1
+        render(d, snapshot_console(width=args.width), config_file=args.config)
+    return exit_status(d, fail_on=args.fail_on)
 
 
 def run_replay(args: argparse.Namespace) -> int:

@@ -189,7 +189,7 @@ def test_config_discovery_of_home_dot_config_without_xdg(tmp_path: Path, monkeyp
 
 
 def test_the_table_names_the_config_file_it_read(places: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["snapshot", "--over", "200ms"]) == 1
+    assert main(["snapshot", "--over", "200ms", "--width", "200"]) == 1
     assert "config ptmon.toml" in capsys.readouterr().out
 
 
