@@ -116,10 +116,32 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+# Fields that count things (syncs, failures, policy versions, eval samples): JSON integers when whole
+# (``4``, not ``4.0``, for a script comparing with ==). A count read through Prometheus' increase() can be
+# fractional (it extrapolates to the window's edges) and stays as it came; rates and means stay floats.
+_COUNTS = ("weight_sync_count", "weight_sync_failures", "weight_sync_failures_in_a_row", "policy_version",
+           "staleness_max", "eval_samples")
+_ROW_COUNTS = {"workers": ("policy_version", "staleness"), "eval_curve": ("samples", "policy_version")}
+
+
+def _whole(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _counts_as_integers(out: dict[str, Any]) -> None:
+    for key in _COUNTS:
+        out[key] = _whole(out[key])
+    for rows, keys in _ROW_COUNTS.items():
+        for row in out[rows]:
+            for key in keys:
+                row[key] = _whole(row[key])
+
+
 def to_json(d: Dashboard, *, config_file: str | None = None) -> dict[str, Any]:
-    """Every Dashboard field (nulls for unknowns) plus ``level``, ``targets_up`` and ``config_file`` (the
-    ptmon.toml read, null for none)."""
+    """Every Dashboard field (nulls for unknowns, whole counts as integers) plus ``level``, ``targets_up``
+    and ``config_file`` (the ptmon.toml read, null for none)."""
     out: dict[str, Any] = _jsonable(dataclasses.asdict(d))
+    _counts_as_integers(out)
     out["spend_by_role"] = {role: dollars for role, dollars in d.spend_by_role}
     out["level"] = d.level
     out["targets_up"] = d.targets_up

@@ -20,7 +20,7 @@ from rich.console import Console
 from ptmon.exporters.rollout import RolloutExporter
 from ptmon.exporters.serve import serve
 from ptmon.exporters.trainer import TrainerExporter
-from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
+from ptmon.monitor.dashboard import Alert, Dashboard, EvalPoint, TargetHealth, WorkerRow
 from ptmon.monitor.snapshot import DEFAULT_WIDTH, exit_status, render, snapshot_console, to_json
 
 PTMON = str(Path(sys.executable).with_name("ptmon"))
@@ -310,3 +310,30 @@ def test_the_table_never_wraps_a_row_long_cells_end_in_an_ellipsis() -> None:
 def test_the_table_is_160_columns_when_not_a_terminal_unless_told() -> None:
     assert snapshot_console(file=io.StringIO()).width == DEFAULT_WIDTH == 160
     assert snapshot_console(file=io.StringIO(), width=120).width == 120
+
+
+def test_json_counts_are_integers_and_rates_stay_floats() -> None:
+    worker = WorkerRow(name="w", role="rollout", up=True, rollouts_per_s=2.0, tokens_per_s=100.0,
+                       policy_version=12.0, staleness=1.0, mean_reward=0.5, status="ok")
+    d = Dashboard(now=1000.0, window_s=60.0, interval_s=1.0, weight_sync_count=4.0, weight_sync_failures=0.0,
+                  weight_sync_failures_in_a_row=0.0, policy_version=12.0, staleness_max=1.0, staleness_mean=1.0,
+                  eval_samples=500.0, rollout_rate_per_s=2.0, steps_per_s=1.0, workers=(worker,),
+                  eval_curve=(EvalPoint(timestamp=990.0, spend_dollars=10.0, score=0.5, policy_version=11.0,
+                                        samples=500.0),))
+    text = json.dumps(to_json(d))
+    out = json.loads(text)
+    assert '"weight_sync_count": 4,' in text
+    for key, value in (("weight_sync_count", 4), ("weight_sync_failures", 0), ("weight_sync_failures_in_a_row", 0),
+                       ("policy_version", 12), ("staleness_max", 1), ("eval_samples", 500)):
+        assert out[key] == value and type(out[key]) is int, key
+    assert type(out["workers"][0]["policy_version"]) is int and type(out["workers"][0]["staleness"]) is int
+    assert type(out["eval_curve"][0]["samples"]) is int and type(out["eval_curve"][0]["policy_version"]) is int
+    # Rates, means and scores stay floats even when whole.
+    for key in ("rollout_rate_per_s", "steps_per_s", "staleness_mean"):
+        assert type(out[key]) is float, key
+    assert type(out["workers"][0]["rollouts_per_s"]) is float
+
+
+def test_a_fractional_count_from_prometheus_extrapolation_is_not_rounded() -> None:
+    d = Dashboard(now=1000.0, window_s=60.0, interval_s=1.0, weight_sync_count=3.75)
+    assert to_json(d)["weight_sync_count"] == 3.75
