@@ -34,7 +34,7 @@ from ptmon.monitor.feed import Feed
 from ptmon.monitor.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
 from ptmon.monitor.settings import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_S, WINDOWS_S, Thresholds, fit_timing
 from ptmon.monitor.terminal import ResumeGuard
-from ptmon.monitor.text import safe
+from ptmon.monitor.text import mask_secrets, safe
 from ptmon.monitor.widgets import (
     CARDS,
     AlertsTable,
@@ -255,7 +255,7 @@ class PtmonApp(App[int]):
     def _errors(self) -> str | None:
         shown = [self._error] if self._error else []
         shown += [f"display: {name}: {error}" for name, error in self._draw_errors.items()]
-        return "; ".join(shown) or None
+        return mask_secrets("; ".join(shown)) or None
 
     def _show_header(self) -> None:
         frozen = None if self._frozen_at is None else self._clock() - self._frozen_at

@@ -30,6 +30,7 @@ from ptmon.monitor.settings import (
     timeout_fits,
     window_fits,
 )
+from ptmon.monitor.text import mask_secrets
 
 __all__ = ["ConfigError", "load_settings", "target_from_url", "target_from_arg", "prometheus_from_url",
            "parse_duration", "distinct_names", "find_config", "CONFIG_NAME", "PROMETHEUS_MAX_BODY_BYTES"]
@@ -193,7 +194,7 @@ def distinct_names(targets: Sequence[Target], *, keep: Sequence[bool] = ()) -> l
         parts = {i: urlsplit(targets[i].url) for i in members}
         paths = Counter(p.path for p in parts.values())
         for i, p in parts.items():
-            suffix = p.path if paths[p.path] == 1 or not p.query else f"{p.path}?{p.query}"
+            suffix = p.path if paths[p.path] == 1 or not p.query else mask_secrets(f"{p.path}?{p.query}")
             out[i] = replace(targets[i], name=name + suffix)
     return out
 
@@ -357,7 +358,9 @@ def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[
 
 
 def _without_credentials(url: str) -> str:
-    """``url`` as it may be shown in an error: a user:password@ in it replaced by ``***@``."""
+    """``url`` as it may be shown in an error: a user:password@ in it replaced by ``***@``, a secret query
+    value (``?token=``) by ``***``."""
+    url = mask_secrets(url)
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url

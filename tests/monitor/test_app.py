@@ -681,3 +681,25 @@ async def test_the_targets_table_names_the_config_file_read() -> None:
     async with plain.run_test(size=WIDE) as pilot:
         await settle(pilot)
         assert " · from " not in screen_text(plain)
+
+
+async def test_a_query_string_secret_never_reaches_the_screen() -> None:
+    import socket
+
+    from ptmon.monitor.config import load_settings
+    from ptmon.monitor.live import LiveFeed
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = load_settings(urls=[f"worker=http://127.0.0.1:{port}/metrics?token=s3cr3t-abc"], window_s=60.0)
+    app = PtmonApp(LiveFeed(settings), interval_s=settings.interval_s, window_s=settings.window_s)
+    async with app.run_test(size=(250, 48)) as pilot:
+        await settle(pilot)
+        for _ in range(200):  # until the failed scrape is on screen
+            if "DOWN" in screen_text(app):
+                break
+            await pilot.pause(0.02)
+        text = screen_text(app)
+        assert "DOWN" in text and "token=***" in text
+        assert "s3cr3t" not in text

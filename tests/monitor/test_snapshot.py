@@ -337,3 +337,36 @@ def test_json_counts_are_integers_and_rates_stay_floats() -> None:
 def test_a_fractional_count_from_prometheus_extrapolation_is_not_rounded() -> None:
     d = Dashboard(now=1000.0, window_s=60.0, interval_s=1.0, weight_sync_count=3.75)
     assert to_json(d)["weight_sync_count"] == 3.75
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_query_string_secret_is_masked_in_the_table_json_and_errors(
+        as_json: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    from ptmon.monitor.cli import main
+
+    url = closed_url() + "?module=m&token=s3cr3t-abc&api_key=k3y-xyz"
+    assert main(["snapshot", "--over", "200ms", "--width", "400", url, *(["--json"] if as_json else [])]) == 1
+    captured = capsys.readouterr()
+    shown = captured.out + captured.err
+    assert "s3cr3t-abc" not in shown and "k3y-xyz" not in shown
+    assert "?module=m&token=***&api_key=***" in shown
+    if as_json:
+        out = json.loads(captured.out)
+        assert out["targets"][0]["url"].endswith("/metrics?module=m&token=***&api_key=***")
+        assert "token=***" in out["alerts"][0]["message"]  # the target_down alert quotes the URL
+
+
+def test_a_query_string_secret_is_masked_in_a_config_error() -> None:
+    from ptmon.monitor.config import ConfigError, load_settings
+
+    with pytest.raises(ConfigError) as info:
+        load_settings(urls=["http://h:1/m?token=s3cr3t#frag"])
+    assert "s3cr3t" not in str(info.value) and "token=***" in str(info.value)
+
+
+def test_a_recording_keeps_no_query_string_secret() -> None:
+    from ptmon.monitor.recording.meta import settings_to_json
+    from ptmon.monitor.settings import Settings, Target
+
+    text = settings_to_json(Settings(targets=(Target(name="t", url="http://h:1/m?password=s3cr3t&x=1"),)))
+    assert "s3cr3t" not in text and "password=***&x=1" in text
