@@ -489,6 +489,12 @@ def _run_tui(opts: DemoOptions) -> int:
     except ImportError as exc:
         print(f"ptmon demo: the TUI is not available ({exc}); try --headless", file=sys.stderr)
         return 2
+    from ptmon.monitor.terminal import not_a_terminal
+
+    refusal = not_a_terminal("demo", "run `ptmon demo --headless` to serve the exporters without the screen")
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 2
     fleet = Fleet(opts, on_endpoints=_sd_writer(opts))
     requested = threading.Event()
     main_done = threading.Event()

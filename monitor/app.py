@@ -33,7 +33,7 @@ from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.feed import Feed
 from ptmon.monitor.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
 from ptmon.monitor.settings import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_S, WINDOWS_S, Thresholds, fit_timing
-from ptmon.monitor.terminal import ResumeGuard
+from ptmon.monitor.terminal import ResumeGuard, not_a_terminal
 from ptmon.monitor.text import mask_secrets, safe
 from ptmon.monitor.widgets import (
     CARDS,
@@ -467,6 +467,11 @@ def run_watch(args: argparse.Namespace) -> int:
             "or a ptmon.toml with [[targets]]",
             file=sys.stderr,
         )
+        return 2
+    refusal = not_a_terminal("watch", "for a table or JSON use `ptmon snapshot` (--json), to keep the data "
+                             "`ptmon record`")
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
         return 2
     from ptmon.monitor.events import EventsFeed
 

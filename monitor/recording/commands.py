@@ -84,6 +84,12 @@ def run_snapshot_from(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    from ptmon.monitor.terminal import not_a_terminal
+
+    refusal = not_a_terminal("replay", "for one moment as a table or JSON use `ptmon snapshot --from FILE --at TIME`")
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 2
     try:
         feed = open_replay(args.file, config=args.config, window_s=args.window, at=args.at)
         if args.speed is not None:

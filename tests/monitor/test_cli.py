@@ -210,3 +210,37 @@ def test_a_ptmon_config_naming_a_missing_file_is_an_error_naming_it(
     assert capsys.readouterr().err.strip() == (
         f"ptmon watch: {tmp_path / 'nope.toml'}: (file): expected an existing ptmon.toml "
         "(named by $PTMON_CONFIG; not found)")
+
+
+# --- the live screens refuse a stdout that is no terminal --------------------------------------------------------
+
+@pytest.mark.parametrize(("argv", "pointer"), [
+    (["watch", "localhost:9"], "`ptmon snapshot` (--json)"),
+    (["replay", "some.ptrec"], "`ptmon snapshot --from FILE --at TIME`"),
+    (["demo", "--workers", "1"], "`ptmon demo --headless`"),
+])
+def test_a_live_screen_on_a_non_terminal_stdout_is_refused_with_a_pointer(
+        argv: list[str], pointer: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from ptmon.monitor.app import PtmonApp
+
+    def no_screen(self: object, *args: object, **kwargs: object) -> None:
+        raise AssertionError("the screen started on a stdout that is no terminal")
+
+    monkeypatch.setattr(PtmonApp, "run", no_screen)
+    assert main(argv) == 2  # capsys: stdout is a StringIO, no terminal
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"ptmon {argv[0]}: stdout is not a terminal, and the live screen needs one; ")
+    assert pointer in captured.err
+
+
+@pytest.mark.slow  # starts a process
+def test_watch_redirected_to_a_file_writes_no_escapes_and_exits_2(tmp_path: Path) -> None:
+    exe = shutil.which("ptmon") or ""
+    cmd = [exe] if exe else [sys.executable, "-m", "ptmon.monitor"]
+    with open(tmp_path / "out", "wb") as out:
+        done = subprocess.run([*cmd, "watch", "localhost:9"], stdout=out, stderr=subprocess.PIPE, text=False,
+                              stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 2
+    assert (tmp_path / "out").read_bytes() == b""
+    assert b"ptmon snapshot" in done.stderr and b"\x1b" not in done.stderr
