@@ -105,7 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--duration", type=_seconds, metavar="DURATION", help="stop after this long (90s, 5m, 1h)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--headless", action="store_true",
-                      help="serve the exporters only; print their URLs and a prometheus.yml")
+                      help="serve the exporters only; print their URLs, a ptmon.toml and a prometheus.yml")
+    demo.add_argument("--port-base", type=int, metavar="N",
+                      help="serve the trainer on port N, the rollout workers on N+1.., the eval job last "
+                           "(default: any free ports, new each run)")
     demo.add_argument("--interval", type=_interval, metavar="DURATION", help="TUI scrape interval (500ms, 1s)")
     demo.add_argument("--sd-file", metavar="PATH",
                       help="keep the running targets in this Prometheus file_sd JSON file (put it in the "
