@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -397,7 +398,11 @@ class PtmonApp(App[int]):
             self.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding) and b.show]))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title == "Screenshot":  # Textual's saves into ~/Downloads and fails wordlessly without it
+                command = SystemCommand("Screenshot", "save an SVG of the screen into the working directory",
+                                        lambda: self.set_timer(0.1, self.save_screenshot_here))
+            yield command
         yield SystemCommand("Pause / resume", "freeze the screen; collection goes on", self.action_toggle_pause)
         yield SystemCommand("Set baseline to now", "intelligence per dollar counts from the latest eval",
                             self.action_baseline)
@@ -408,6 +413,20 @@ class PtmonApp(App[int]):
             yield SystemCommand(f"Window {fmt_window(window)}", "measure rates and quantiles over this window",
                                 partial(self._set_window, window))
         yield SystemCommand("Keys", "every key binding", self.action_help)
+
+    def save_screenshot_here(self) -> str | None:
+        """An SVG of the screen in the working directory (after the palette closed: ``set_timer``); a toast
+        names the file, or says why it could not be written. The path, or None."""
+        try:
+            where = os.getcwd()
+            path = self.save_screenshot(_screenshot_name(where), path=where)
+        except OSError as exc:
+            place = exc.filename or "a screenshot into the working directory"
+            self.notify(f"cannot write {place}: {exc.strerror or exc}", title="Screenshot", severity="error",
+                        markup=False)
+            return None
+        self.notify(f"saved {path}", title="Screenshot", markup=False)
+        return path
 
     def _set_window(self, window_s: float) -> None:
         self.window_s = window_s
@@ -440,6 +459,16 @@ class PtmonApp(App[int]):
             card.compact = compact
         if self.dashboard is not None:
             self._show_trends(self.dashboard)
+
+
+def _screenshot_name(where: str) -> str:
+    """``ptmon-<local time>.svg``, with -2, -3 ... when one taken in the same second is already there."""
+    stamp = time.strftime("%Y-%m-%dT%H-%M-%S")
+    name, n = f"ptmon-{stamp}.svg", 1
+    while os.path.exists(os.path.join(where, name)):
+        n += 1
+        name = f"ptmon-{stamp}-{n}.svg"
+    return name
 
 
 def run_watch(args: argparse.Namespace) -> int:

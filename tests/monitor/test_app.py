@@ -703,3 +703,41 @@ async def test_a_query_string_secret_never_reaches_the_screen() -> None:
         text = screen_text(app)
         assert "DOWN" in text and "token=***" in text
         assert "s3cr3t" not in text
+
+
+async def _screenshot_from_the_palette(app: PtmonApp, pilot: Pilot) -> None:
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*"screenshot")
+    await pilot.pause(0.3)
+    await pilot.press("enter")
+    for _ in range(200):
+        if any(n.title == "Screenshot" for n in app._notifications):
+            return
+        await pilot.pause(0.02)
+
+
+async def test_the_palettes_screenshot_saves_into_the_working_directory_and_says_where(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await _screenshot_from_the_palette(app, pilot)
+        saved = sorted(tmp_path.glob("ptmon-*.svg"))
+        assert len(saved) == 1 and saved[0].read_text().startswith("<svg")
+        toast = [n for n in app._notifications if n.title == "Screenshot"]
+        assert [n.message for n in toast] == [f"saved {saved[0]}"] and toast[0].severity == "information"
+
+
+async def test_a_screenshot_that_cannot_be_written_says_why(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = tmp_path / "removed"
+    monkeypatch.setattr("os.getcwd", lambda: str(gone))  # the working directory was deleted under the app
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await _screenshot_from_the_palette(app, pilot)
+        toast = [n for n in app._notifications if n.title == "Screenshot"]
+        assert len(toast) == 1 and toast[0].severity == "error"
+        assert toast[0].message.startswith(f"cannot write {gone}/ptmon-")
+        assert "No such file or directory" in toast[0].message
