@@ -114,7 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="keep the running targets in this Prometheus file_sd JSON file (put it in the "
                       "targets/ directory of `ptmon assets` to scrape the demo with the shipped prometheus.yml)")
 
-    watch = sub.add_parser("watch", help="the live TUI on real targets")
+    watch = sub.add_parser("watch", help="the live TUI on real targets",
+                           epilog="needs a terminal: with stdout redirected it exits 2 (use ptmon snapshot "
+                                  "--json, or ptmon record). Without --config it reads ./ptmon.toml, else "
+                                  "$PTMON_CONFIG, else ~/.config/ptmon/ptmon.toml.")
     _add_source_args(watch)
     watch.add_argument("--record", metavar="FILE",
                        help="also record everything into FILE (appended when it exists; see ptmon record)")
