@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 __all__ = ["main", "build_parser"]
 
@@ -87,15 +88,7 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
                    help="per-target scrape timeout: seconds, or 800ms, 2s")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ptmon",
-        description="Live monitor for LLM post-training loops: intelligence per dollar, "
-        "rollout rate, weight-sync latency.",
-    )
-    parser.add_argument("--version", action="version", version=f"ptmon {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
+def _add_demo(sub: Any) -> None:
     demo = sub.add_parser("demo", help="run a synthetic post-training loop and watch it")
     demo.add_argument("--scenario", default="healthy",
                       choices=("healthy", "slow-sync", "straggler", "plateau", "crash"))
@@ -113,6 +106,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--sd-file", metavar="PATH",
                       help="keep the running targets in this Prometheus file_sd JSON file (put it in the "
                       "targets/ directory of `ptmon assets` to scrape the demo with the shipped prometheus.yml)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ptmon",
+        description="Live monitor for LLM post-training loops: intelligence per dollar, "
+        "rollout rate, weight-sync latency.",
+    )
+    parser.add_argument("--version", action="version", version=f"ptmon {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    _add_demo(sub)
 
     watch = sub.add_parser("watch", help="the live TUI on real targets",
                            epilog="needs a terminal: with stdout redirected it exits 2 (use ptmon snapshot "
