@@ -45,6 +45,7 @@ __all__ = [
     "Fleet",
     "FleetError",
     "prometheus_config",
+    "ptmon_config",
     "file_sd_groups",
     "write_sd_file",
     "demo_settings",
@@ -74,6 +75,9 @@ class DemoOptions:
     headless: bool = False
     interval_s: float | None = None
     sd_file: str | None = None  # keep the targets in this Prometheus file_sd JSON file
+    # The trainer on this port, the workers on the next ones, the eval job after them (None: any free ports),
+    # so a saved prometheus.yml or ptmon.toml keeps working from one run to the next.
+    port_base: int | None = None
 
     def __post_init__(self) -> None:
         get_scenario(self.scenario)
@@ -82,6 +86,9 @@ class DemoOptions:
                              f"would only spin), got {self.speed:g}")
         if not 1 <= self.workers <= 64:
             raise ValueError(f"--workers must be between 1 and 64, got {self.workers}")
+        if self.port_base is not None and not 1 <= self.port_base <= 65535 - (self.workers + 1):
+            raise ValueError(f"--port-base must leave room for {self.workers + 2} ports (1 to "
+                             f"{65535 - (self.workers + 1)} with {self.workers} workers), got {self.port_base}")
         if self.sd_file is not None and not Path(self.sd_file).resolve().parent.is_dir():
             raise ValueError(f"--sd-file {self.sd_file}: its directory does not exist")
 
@@ -92,7 +99,8 @@ class DemoOptions:
                    speed=DEFAULT_SPEED if speed is None else float(speed),
                    workers=getattr(args, "workers", 4), duration_s=getattr(args, "duration", None),
                    seed=getattr(args, "seed", 0), headless=bool(getattr(args, "headless", False)),
-                   interval_s=getattr(args, "interval", None), sd_file=getattr(args, "sd_file", None))
+                   interval_s=getattr(args, "interval", None), sd_file=getattr(args, "sd_file", None),
+                   port_base=getattr(args, "port_base", None))
 
     @property
     def scenario_spec(self) -> Scenario:
@@ -188,9 +196,10 @@ class Fleet:
         plan = [("trainer", "trainer", 0)]
         plan += [(worker_name(i), "rollout", i) for i in range(self.opts.workers)]
         plan.append(("eval", "eval", 0))
+        ports = [0] * len(plan) if self.opts.port_base is None else _free_ports(self.opts.port_base, plan)
         with self._lock:
-            for name, role, index in plan:
-                self._children.append(_Child(name, role, index, self._spawn(name, role, index)))
+            for (name, role, index), port in zip(plan, ports, strict=True):
+                self._children.append(_Child(name, role, index, self._spawn(name, role, index, port=port)))
         deadline = time.monotonic() + ready_timeout_s
         for child in self._children:
             try:
@@ -320,6 +329,38 @@ class Fleet:
             self._event(f"{child.name} failed to restart: {exc}{self._log_tail(child.name, 3)}")
 
 
+def _free_ports(base: int, plan: Sequence[tuple[str, str, int]]) -> list[int]:
+    """``base``, ``base + 1``, ... for the plan's processes, each checked free now (FleetError naming the
+    first that is not: the child would otherwise retry it for seconds, then fail with a bind error)."""
+    import socket
+
+    ports = [base + i for i in range(len(plan))]
+    for (name, _, _), port in zip(plan, ports, strict=True):
+        with socket.socket() as s:
+            try:
+                s.bind((HOST, port))
+            except OSError as exc:
+                raise FleetError(f"--port-base {base}: port {port} (for {name}) is not free on {HOST} "
+                                 f"({exc.strerror or exc}); choose another base") from None
+    return ports
+
+
+def ptmon_config(endpoints: Sequence[Endpoint], *, interval_s: float = 1.0, window_s: float = DEMO_WINDOW_S) -> str:
+    """A ready ``ptmon.toml`` for the demo: each target named and typed by its role, the demo's window.
+
+    ``ptmon watch`` in a directory holding it (or ``-c`` it) shows what ``ptmon demo`` shows.
+    """
+    lines = [f"interval = {_toml_duration(interval_s)}", f"window = {_toml_duration(window_s)}"]
+    for e in endpoints:
+        lines += ["", "[[targets]]", f'name = "{e.name}"', f'url = "{e.url}"', f'role = "{e.role}"']
+    return "\n".join(lines) + "\n"
+
+
+def _toml_duration(seconds: float) -> str:
+    ms = max(1, round(seconds * 1000))
+    return f'"{ms // 1000}s"' if ms % 1000 == 0 else f'"{ms}ms"'
+
+
 def prometheus_config(endpoints: Sequence[Endpoint], *, interval_s: float = 1.0) -> str:
     """A ready ``prometheus.yml`` scraping the demo: one job per role, one target per process.
 
@@ -398,7 +439,10 @@ def _print_headless(fleet: Fleet, opts: DemoOptions, out: TextIO) -> None:
     out.write(f"  {sc.summary}\n  look for: {sc.look_for}\n\n")
     for e in fleet.endpoints:
         out.write(f"{e.name:<12} {e.url}\n")
-    out.write(f"\nwatch it:  ptmon watch {' '.join(e.address for e in fleet.endpoints)}\n")
+    out.write(f"\nwatch it:  ptmon watch {' '.join(f'{e.name}={e.address}' for e in fleet.endpoints)}\n")
+    out.write("  or save the ptmon.toml below and run `ptmon watch` in its directory\n")
+    out.write("\n# ptmon.toml\n")
+    out.write(ptmon_config(fleet.endpoints, interval_s=opts.interval_s or 1.0))
     out.write("\n# prometheus.yml\n")
     out.write(prometheus_config(fleet.endpoints, interval_s=opts.interval_s or 1.0))
     if opts.sd_file is not None:
@@ -488,6 +532,12 @@ def _run_tui(opts: DemoOptions) -> int:
         from ptmon.monitor.live import LiveFeed
     except ImportError as exc:
         print(f"ptmon demo: the TUI is not available ({exc}); try --headless", file=sys.stderr)
+        return 2
+    from ptmon.monitor.terminal import not_a_terminal
+
+    refusal = not_a_terminal("demo", "run `ptmon demo --headless` to serve the exporters without the screen")
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
         return 2
     fleet = Fleet(opts, on_endpoints=_sd_writer(opts))
     requested = threading.Event()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -33,8 +34,8 @@ from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.feed import Feed
 from ptmon.monitor.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
 from ptmon.monitor.settings import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_S, WINDOWS_S, Thresholds, fit_timing
-from ptmon.monitor.terminal import ResumeGuard
-from ptmon.monitor.text import safe
+from ptmon.monitor.terminal import ResumeGuard, not_a_terminal
+from ptmon.monitor.text import mask_secrets, safe
 from ptmon.monitor.widgets import (
     CARDS,
     AlertsTable,
@@ -125,9 +126,11 @@ class PtmonApp(App[int]):
         title: str = "ptmon",
         thresholds: Thresholds | None = None,
         timeout_s: float | None = None,
+        config_file: str | None = None,
     ) -> None:
         super().__init__()
         self.title = title
+        self._config_file = config_file  # the ptmon.toml read, named in the targets table's title
         self._feed = feed
         self._clock = clock
         self.thresholds = thresholds or Thresholds()
@@ -161,7 +164,7 @@ class PtmonApp(App[int]):
             yield SparkCell("sync", id="spark-sync")
         with Vertical(id="bottom", classes=f"-{self.active_panel}"):
             with Horizontal(id="tables"):
-                yield TargetsTable(id="targets")
+                yield TargetsTable(id="targets", config_file=self._config_file)
                 yield WorkersTable(thresholds=self.thresholds, id="workers")
             yield AlertsTable(id="alerts")
         yield Input(placeholder="filter: type to keep matching rows, Enter keeps, Esc clears", id="filter",
@@ -253,7 +256,7 @@ class PtmonApp(App[int]):
     def _errors(self) -> str | None:
         shown = [self._error] if self._error else []
         shown += [f"display: {name}: {error}" for name, error in self._draw_errors.items()]
-        return "; ".join(shown) or None
+        return mask_secrets("; ".join(shown)) or None
 
     def _show_header(self) -> None:
         frozen = None if self._frozen_at is None else self._clock() - self._frozen_at
@@ -395,7 +398,11 @@ class PtmonApp(App[int]):
             self.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding) and b.show]))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title == "Screenshot":  # Textual's saves into ~/Downloads and fails wordlessly without it
+                command = SystemCommand("Screenshot", "save an SVG of the screen into the working directory",
+                                        lambda: self.set_timer(0.1, self.save_screenshot_here))
+            yield command
         yield SystemCommand("Pause / resume", "freeze the screen; collection goes on", self.action_toggle_pause)
         yield SystemCommand("Set baseline to now", "intelligence per dollar counts from the latest eval",
                             self.action_baseline)
@@ -406,6 +413,20 @@ class PtmonApp(App[int]):
             yield SystemCommand(f"Window {fmt_window(window)}", "measure rates and quantiles over this window",
                                 partial(self._set_window, window))
         yield SystemCommand("Keys", "every key binding", self.action_help)
+
+    def save_screenshot_here(self) -> str | None:
+        """An SVG of the screen in the working directory (after the palette closed: ``set_timer``); a toast
+        names the file, or says why it could not be written. The path, or None."""
+        try:
+            where = os.getcwd()
+            path = self.save_screenshot(_screenshot_name(where), path=where)
+        except OSError as exc:
+            place = exc.filename or "a screenshot into the working directory"
+            self.notify(f"cannot write {place}: {exc.strerror or exc}", title="Screenshot", severity="error",
+                        markup=False)
+            return None
+        self.notify(f"saved {path}", title="Screenshot", markup=False)
+        return path
 
     def _set_window(self, window_s: float) -> None:
         self.window_s = window_s
@@ -440,6 +461,16 @@ class PtmonApp(App[int]):
             self._show_trends(self.dashboard)
 
 
+def _screenshot_name(where: str) -> str:
+    """``ptmon-<local time>.svg``, with -2, -3 ... when one taken in the same second is already there."""
+    stamp = time.strftime("%Y-%m-%dT%H-%M-%S")
+    name, n = f"ptmon-{stamp}.svg", 1
+    while os.path.exists(os.path.join(where, name)):
+        n += 1
+        name = f"ptmon-{stamp}-{n}.svg"
+    return name
+
+
 def run_watch(args: argparse.Namespace) -> int:
     """``ptmon watch URL ... | --config FILE | --prometheus URL``: exit 2 with a message when there is nothing
     to watch."""
@@ -466,6 +497,11 @@ def run_watch(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    refusal = not_a_terminal("watch", "for a table or JSON use `ptmon snapshot` (--json), to keep the data "
+                             "`ptmon record`")
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 2
     from ptmon.monitor.events import EventsFeed
 
     feed: Feed = EventsFeed(LiveFeed(settings))
@@ -484,6 +520,7 @@ def run_watch(args: argparse.Namespace) -> int:
         window_s=settings.window_s,
         thresholds=settings.thresholds,
         timeout_s=settings.timeout_s,
+        config_file=settings.config_file,
     )
     app.run()
     return app.return_code or 0

@@ -30,11 +30,13 @@ from ptmon.monitor.settings import (
     timeout_fits,
     window_fits,
 )
+from ptmon.monitor.text import mask_secrets
 
-__all__ = ["ConfigError", "load_settings", "target_from_url", "prometheus_from_url", "parse_duration",
-           "distinct_names", "PROMETHEUS_MAX_BODY_BYTES"]
+__all__ = ["ConfigError", "load_settings", "target_from_url", "target_from_arg", "prometheus_from_url",
+           "parse_duration", "distinct_names", "find_config", "CONFIG_NAME", "PROMETHEUS_MAX_BODY_BYTES"]
 
 _CLI = "command line"
+CONFIG_NAME = "ptmon.toml"
 _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_bytes", "concurrency",
                        "prices", "eval", "alerts", "targets", "prometheus", "run"})
 _EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
@@ -61,6 +63,31 @@ class ConfigError(ValueError):
 def _show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def find_config(*, cwd: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The ptmon.toml to read when none is given: ``./ptmon.toml``, else ``$PTMON_CONFIG``, else
+    ``$XDG_CONFIG_HOME/ptmon/ptmon.toml`` (``~/.config/ptmon/ptmon.toml``); None when there is none.
+
+    The project's file first, as git, ruff and cargo find theirs: the run in this directory is the one
+    meant. ``$PTMON_CONFIG`` naming a file that is not there is an error, not a quiet fallback: someone
+    set it to be read.
+    """
+    env = os.environ if environ is None else environ
+    here = CONFIG_NAME if cwd is None else os.path.join(cwd, CONFIG_NAME)
+    if os.path.isfile(here):
+        return here
+    named = env.get("PTMON_CONFIG", "")
+    if named:
+        if not os.path.isfile(named):
+            raise ConfigError(named, "(file)", "an existing ptmon.toml (named by $PTMON_CONFIG; not found)",
+                              show_got=False)
+        return named
+    base = env.get("XDG_CONFIG_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative (the XDG spec says to ignore it then)
+        base = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    user = os.path.join(base, "ptmon", CONFIG_NAME)
+    return user if os.path.isfile(user) else None
 
 
 def parse_duration(value: object) -> float:
@@ -130,6 +157,24 @@ def target_from_url(url: str) -> Target:
     return Target(name=netloc, url=clean, basic_auth=basic)
 
 
+_ARG_NAME_RE = re.compile(r"[\w.-]+")
+
+
+def target_from_arg(text: str) -> tuple[Target, bool]:
+    """A target from one command-line argument, and whether it was named: ``URL`` or ``NAME=URL``.
+
+    ``trainer=localhost:9100`` names the target ``trainer``. The part before the first ``=`` is a name only
+    when it could not be part of a URL (letters, digits, ``_.-``: no ``:/?@``), so a query such as
+    ``host:9115/probe?target=x`` stays a URL. The one place command-line target arguments are read.
+    """
+    name, sep, rest = text.partition("=")
+    if not sep or not _ARG_NAME_RE.fullmatch(name):
+        return target_from_url(text), False
+    if not rest.strip():
+        raise ValueError(f"a URL after {name}= (NAME=URL, like {name}=localhost:9100)")
+    return replace(target_from_url(rest), name=name), True
+
+
 def distinct_names(targets: Sequence[Target], *, keep: Sequence[bool] = ()) -> list[Target]:
     """``targets`` with default names told apart: several on one host:port with different URLs are named
     host:port plus the path, plus the query where the path alone does not tell them apart.
@@ -149,7 +194,7 @@ def distinct_names(targets: Sequence[Target], *, keep: Sequence[bool] = ()) -> l
         parts = {i: urlsplit(targets[i].url) for i in members}
         paths = Counter(p.path for p in parts.values())
         for i, p in parts.items():
-            suffix = p.path if paths[p.path] == 1 or not p.query else f"{p.path}?{p.query}"
+            suffix = p.path if paths[p.path] == 1 or not p.query else mask_secrets(f"{p.path}?{p.query}")
             out[i] = replace(targets[i], name=name + suffix)
     return out
 
@@ -313,7 +358,9 @@ def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[
 
 
 def _without_credentials(url: str) -> str:
-    """``url`` as it may be shown in an error: a user:password@ in it replaced by ``***@``."""
+    """``url`` as it may be shown in an error: a user:password@ in it replaced by ``***@``, a secret query
+    value (``?token=``) by ``***``."""
+    url = mask_secrets(url)
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
@@ -459,6 +506,7 @@ def load_settings(
     origin: dict[str, tuple[str, str]] = {}  # field -> (source, key) that set it
     if config_path is not None:
         kwargs, _ = _load_file(config_path)
+        kwargs["config_file"] = config_path
         origin = {f: (config_path, k) for f, k in (("interval_s", "interval"), ("window_s", "window"),
                                                    ("timeout_s", "timeout")) if f in kwargs}
     cli = _Reader(_CLI)
@@ -499,14 +547,16 @@ def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], pr
         kwargs.pop("targets", None)
     if urls:
         kwargs.pop("prometheus", None)
-        targets = []
+        targets, named = [], []
         for i, url in enumerate(urls):
             try:
-                targets.append(target_from_url(url))
+                target, was_named = target_from_arg(url)
             except ValueError as exc:
                 raise cli.error(f"URL {i + 1}", str(exc), _without_credentials(url)) from None
+            targets.append(target)
+            named.append(was_named)
         seen: set[str] = set()
-        for i, t in enumerate(targets := distinct_names(targets)):
+        for i, t in enumerate(targets := distinct_names(targets, keep=named)):
             if t.name in seen:
                 raise cli.error(f"URL {i + 1}", f"each target once ({t.name} is given twice)", show_got=False)
             seen.add(t.name)

@@ -209,6 +209,8 @@ class Settings:
     prometheus: Target | None = None
     # With ``prometheus``: only the targets whose posttrain_run_info says this run (a server holding several runs).
     run: str | None = None
+    # The ptmon.toml these settings were read from (given or discovered), as it is shown; None: no file.
+    config_file: str | None = None
 
     @property
     def effective_timeout_s(self) -> float:

@@ -5,8 +5,11 @@ Dashboard (alerts included) and print it. The window is the time actually
 scraped (capped by ``--window``): a 5-second snapshot divided over a 300 s
 range would report a fiftieth of the true rate.
 
-Exit status: 0 when at least one target answered, 1 when none did, 2 for a
-configuration error (the message names the file and key). Unknown numbers
+Exit status (``EXIT_*``): 0 when at least one target answered, 1 when none
+did, 2 for a usage or configuration error (the message names the file and
+key), 3 when ``--fail-on warn|critical`` is given and the dashboard's level
+reached it (warn: a warning or a critical alert; critical: a critical one);
+none answering is 1 whatever ``--fail-on`` says. Unknown numbers
 are JSON null and "—" in the table, never a made-up 0; every string that came
 from a target is printed literally (no Rich markup, no terminal controls).
 """
@@ -44,7 +47,32 @@ from ptmon.monitor.settings import Settings
 from ptmon.monitor.store import Store
 from ptmon.monitor.text import safe
 
-__all__ = ["run_snapshot", "collect", "to_json", "render"]
+__all__ = ["run_snapshot", "collect", "to_json", "render", "snapshot_console", "exit_status", "DEFAULT_WIDTH",
+           "EXIT_OK", "EXIT_NO_ANSWER", "EXIT_USAGE", "EXIT_LEVEL"]
+
+EXIT_OK, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_LEVEL = 0, 1, 2, 3
+# The table's width when stdout is no terminal (a pipe, a file, a CI log) and --width is not given: Rich's
+# 80 columns cut URLs and errors short; lines no longer than this stay readable in a log viewer.
+DEFAULT_WIDTH = 160
+_LEVEL_RANK = {"ok": 0, "warn": 1, "critical": 2}
+
+
+def exit_status(d: Dashboard, *, fail_on: str | None = None) -> int:
+    """The snapshot's exit status (see the module's docstring): 1 when no target answered, 3 when the
+    dashboard's level reached ``fail_on`` ("warn" or "critical"), else 0."""
+    if not any(t.last_success is not None for t in d.targets):
+        return EXIT_NO_ANSWER
+    if fail_on is not None and _LEVEL_RANK[d.level] >= _LEVEL_RANK[fail_on]:
+        return EXIT_LEVEL
+    return EXIT_OK
+
+
+def snapshot_console(*, width: int | None = None, file: Any = None) -> Console:
+    """The console the table is printed on: ``width`` columns, else the terminal's, else DEFAULT_WIDTH."""
+    out = file or sys.stdout
+    if width is None and not (hasattr(out, "isatty") and out.isatty()):
+        width = DEFAULT_WIDTH
+    return Console(file=out, width=width)
 
 
 async def collect(settings: Settings, *, over: float, feed: Any = None) -> Dashboard:
@@ -88,12 +116,36 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def to_json(d: Dashboard) -> dict[str, Any]:
-    """Every Dashboard field (nulls for unknowns) plus ``level`` and ``targets_up``."""
+# Fields that count things (syncs, failures, policy versions, eval samples): JSON integers when whole
+# (``4``, not ``4.0``, for a script comparing with ==). A count read through Prometheus' increase() can be
+# fractional (it extrapolates to the window's edges) and stays as it came; rates and means stay floats.
+_COUNTS = ("weight_sync_count", "weight_sync_failures", "weight_sync_failures_in_a_row", "policy_version",
+           "staleness_max", "eval_samples")
+_ROW_COUNTS = {"workers": ("policy_version", "staleness"), "eval_curve": ("samples", "policy_version")}
+
+
+def _whole(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _counts_as_integers(out: dict[str, Any]) -> None:
+    for key in _COUNTS:
+        out[key] = _whole(out[key])
+    for rows, keys in _ROW_COUNTS.items():
+        for row in out[rows]:
+            for key in keys:
+                row[key] = _whole(row[key])
+
+
+def to_json(d: Dashboard, *, config_file: str | None = None) -> dict[str, Any]:
+    """Every Dashboard field (nulls for unknowns, whole counts as integers) plus ``level``, ``targets_up``
+    and ``config_file`` (the ptmon.toml read, null for none)."""
     out: dict[str, Any] = _jsonable(dataclasses.asdict(d))
+    _counts_as_integers(out)
     out["spend_by_role"] = {role: dollars for role, dollars in d.spend_by_role}
     out["level"] = d.level
     out["targets_up"] = d.targets_up
+    out["config_file"] = config_file
     return out
 
 
@@ -174,11 +226,23 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str | Text]],
 
 
 def _cell(value: str | Text) -> Text:
-    """Every cell a ``Text``: a plain ``str`` cell would be parsed as Rich markup."""
-    return value if isinstance(value, Text) else Text(safe(value))
+    """Every cell a ``Text``: a plain ``str`` cell would be parsed as Rich markup. One line, always: a cell
+    too long for its column ends in ``…`` (a table that folds its rows cannot be read in a log or grepped)."""
+    text = value.copy() if isinstance(value, Text) else Text(safe(value))
+    text.no_wrap, text.overflow = True, "ellipsis"
+    return text
 
 
-def render(d: Dashboard, console: Console) -> None:
+def _table(title: str, columns: tuple[str, ...], *, long: tuple[str, ...]) -> Table:
+    """A table whose ``long`` columns (URLs, errors, messages) give up width first; the short ones (up,
+    series, numbers) keep theirs, so a number is never the cell cut."""
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, no_wrap=col not in long, overflow="ellipsis")
+    return table
+
+
+def render(d: Dashboard, console: Console, *, config_file: str | None = None) -> None:
     """The Dashboard as Rich tables; scraped strings go through ``lit``, numbers through ``ptmon.monitor.format``.
 
     Every cell is a ``Text`` (``_cell``), never a ``str``: Rich reads a ``str`` cell as markup, so one
@@ -191,43 +255,40 @@ def render(d: Dashboard, console: Console) -> None:
             title.append("  ")
             title.append(lit(part))
     title.append(f"  window {d.window_s:.0f} s  targets up {d.targets_up}/{len(d.targets)}  level {d.level}")
-    console.print(title)
+    console.print(_cell(title))
+    console.print(_cell(Text("config ") + lit(config_file) if config_file else Text("no config file")), style="dim")
 
     numbers = Table(show_header=False, box=None, pad_edge=False)
-    numbers.add_column(style="bold")
-    numbers.add_column(justify="right")
+    numbers.add_column(style="bold", no_wrap=True)
+    numbers.add_column(justify="right", overflow="ellipsis")
     for section, rows in _SECTIONS:
         numbers.add_row(Text(section, style="underline"), Text())
         if section == "Intelligence per dollar":
-            numbers.add_row(_cell("benchmark"), lit(d.benchmark))
+            numbers.add_row(_cell("benchmark"), _cell(lit(d.benchmark)))
         for label, value in rows:
             numbers.add_row(_cell(label), _cell(value(d)))
     console.print(numbers)
 
-    targets = Table(title="Targets")
-    for col in ("name", "url", "role", "up", "series", "error"):
-        targets.add_column(col, overflow="fold")
+    targets = _table("Targets", ("name", "url", "role", "up", "series", "error"), long=("name", "url", "error"))
     for t in d.targets:
         up = DASH if t.up is None else ("DOWN" if not t.up else "up" if t.recognised is not False
                                         else "up, nothing recognised")
-        targets.add_row(lit(t.name), lit(t.url), lit(t.role), _cell(up), _cell(str(t.series)), lit(t.error))
+        targets.add_row(*map(_cell, (lit(t.name), lit(t.url), lit(t.role), Text(up), Text(str(t.series)),
+                                     lit(t.error))))
     console.print(targets)
 
     if d.workers:
-        workers = Table(title="Workers")
-        for col in ("name", "role", "status", "rollouts/s", "tokens/s", "policy", "staleness"):
-            workers.add_column(col, overflow="fold")
+        workers = _table("Workers", ("name", "role", "status", "rollouts/s", "tokens/s", "policy", "staleness"),
+                         long=("name",))
         for w in d.workers:
-            workers.add_row(lit(w.name), lit(w.role), lit(w.status), *map(_cell, (
-                fmt_num(w.rollouts_per_s), fmt_num(w.tokens_per_s), fmt_version(w.policy_version),
-                fmt_num(w.staleness))))
+            numbers_shown = (fmt_num(w.rollouts_per_s), fmt_num(w.tokens_per_s), fmt_version(w.policy_version),
+                             fmt_num(w.staleness))
+            workers.add_row(*map(_cell, (lit(w.name), lit(w.role), lit(w.status), *map(Text, numbers_shown))))
         console.print(workers)
 
-    alerts = Table(title="Alerts")
-    for col in ("level", "alert", "message"):
-        alerts.add_column(col, overflow="fold")
+    alerts = _table("Alerts", ("level", "alert", "message"), long=("message",))
     for a in d.alerts:
-        alerts.add_row(lit(a.level), lit(a.name), lit(a.message))
+        alerts.add_row(*map(_cell, (lit(a.level), lit(a.name), lit(a.message))))
     if not d.alerts:
         alerts.add_row(_cell("ok"), _cell(DASH), _cell("no alerts"))
     console.print(alerts)
@@ -259,15 +320,17 @@ def run_snapshot(args: argparse.Namespace) -> int:
     feed = EventsFeed(inner)
     d = asyncio.run(collect(settings, over=args.over, feed=feed))
     if args.json:
-        out = to_json(d)
+        out = to_json(d, config_file=settings.config_file)
         out["events"] = events_json(feed.events(), now=d.now)
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
-        render(d, Console())
-    if not any(t.last_success is not None for t in d.targets):
+        render(d, snapshot_console(width=args.width), config_file=settings.config_file)
+    status = exit_status(d, fail_on=args.fail_on)
+    if status == EXIT_NO_ANSWER:
         print(f"ptmon snapshot: {_none_answered(d)}", file=sys.stderr)
-        return 1
-    return 0
+    elif status == EXIT_LEVEL:
+        print(f"ptmon snapshot: level {d.level} (--fail-on {args.fail_on})", file=sys.stderr)
+    return status
 
 
 def _none_answered(d: Dashboard) -> str:

@@ -19,13 +19,29 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import threading
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO
 
 from textual.app import App
 
-__all__ = ["ResumeGuard"]
+__all__ = ["ResumeGuard", "not_a_terminal"]
+
+
+def not_a_terminal(command: str, instead: str, *, out: TextIO | None = None) -> str | None:
+    """Why ``command``'s live screen cannot run when stdout (``out``) is no terminal, else None.
+
+    Redirected (``ptmon watch > file``, a pipe, a CI step) the screen would fill the file with escape
+    sequences and wait for keys nobody can press: refuse it, and name the command that prints instead.
+    """
+    stream = sys.stdout if out is None else out
+    try:
+        if stream.isatty():
+            return None
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        pass
+    return f"ptmon {command}: stdout is not a terminal, and the live screen needs one; {instead}"
 
 _Handler = Any  # what signal.getsignal returns: a callable, SIG_DFL, SIG_IGN or None
 

@@ -19,7 +19,32 @@ through ``rich.markup.escape``) so ``[bold]`` stays literal too.
 
 from __future__ import annotations
 
-__all__ = ["safe"]
+import re
+
+__all__ = ["safe", "mask_secrets", "SECRET_PARAMS"]
+
+# Query-string parameters whose value is a credential (``?token=...`` to a proxy, ``?api_key=`` to a SaaS
+# endpoint, an S3-style presigned ``X-Amz-Signature``): the value is replaced by ``***`` wherever a URL is
+# shown. A name matches exactly or as the last word of a longer one (``private_token``, ``x-api-key``).
+SECRET_PARAMS = ("token", "key", "password", "passwd", "pwd", "pass", "secret", "api_key", "apikey",
+                 "access_token", "refresh_token", "id_token", "auth", "authorization", "credential",
+                 "credentials", "signature", "sig", "client_secret", "session")
+_SECRET_LAST_WORDS = ("token", "key", "password", "passwd", "secret", "signature", "credential", "auth")
+_PARAM_RE = re.compile(r"(?P<sep>[?&;])(?P<name>[A-Za-z0-9_.~%-]+)=(?P<value>[^&;#\s'\"<>]*)")
+
+
+def _secret_name(name: str) -> bool:
+    low = name.lower()
+    return low in SECRET_PARAMS or any(low.endswith(("_" + w, "-" + w, "." + w)) for w in _SECRET_LAST_WORDS)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` (a URL, or an error quoting one) with the value of every secret-named query parameter
+    (``SECRET_PARAMS``) replaced by ``***``; other parameters (a blackbox probe's ``target=``) stay."""
+    if "=" not in text:
+        return text
+    return _PARAM_RE.sub(lambda m: f"{m['sep']}{m['name']}=***" if _secret_name(m["name"]) and m["value"]
+                         else m[0], text)
 
 
 def _build_table() -> dict[int, str]:

@@ -56,6 +56,14 @@ def _may_spawn(item: pytest.Item) -> bool:
 
 
 @pytest.fixture(autouse=True)
+def _no_users_ptmon_toml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands find a ptmon.toml by themselves (./, $PTMON_CONFIG, ~/.config/ptmon): a test must not
+    read the developer's own (tests that discover set these again)."""
+    monkeypatch.delenv("PTMON_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/nonexistent/ptmon-tests-read-no-user-config")
+
+
+@pytest.fixture(autouse=True)
 def _processes_need_the_slow_marker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail a test outside the slow lane that starts a process or a pty, naming what it started."""
     if _may_spawn(request.node):

@@ -61,7 +61,7 @@ def _span_text(span: tuple[float, float]) -> str:
 
 
 def run_snapshot_from(args: argparse.Namespace) -> int:
-    from ptmon.monitor.snapshot import render, to_json
+    from ptmon.monitor.snapshot import exit_status, render, snapshot_console, to_json
 
     try:
         feed = open_replay(args.from_file, config=args.config, window_s=args.window, at=args.at or "end")
@@ -75,17 +75,21 @@ def run_snapshot_from(args: argparse.Namespace) -> int:
     if args.json:
         from ptmon.monitor.events import events_json
 
-        out = to_json(d)
+        out = to_json(d, config_file=args.config)
         out["events"] = events_json(feed.events(), now=d.now)
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
-        from rich.console import Console
-
-        render(d, Console())
-    return 0 if any(t.last_success is not None for t in d.targets) else 1
+        render(d, snapshot_console(width=args.width), config_file=args.config)
+    return exit_status(d, fail_on=args.fail_on)
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    from ptmon.monitor.terminal import not_a_terminal
+
+    refusal = not_a_terminal("replay", "for one moment as a table or JSON use `ptmon snapshot --from FILE --at TIME`")
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 2
     try:
         feed = open_replay(args.file, config=args.config, window_s=args.window, at=args.at)
         if args.speed is not None:

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ptmon.monitor.settings import Settings, Target, Thresholds
+from ptmon.monitor.text import mask_secrets
 
 __all__ = ["settings_to_json", "settings_from_json"]
 
@@ -23,6 +24,7 @@ _KEPT = ("interval_s", "window_s", "timeout_s", "primary_benchmark", "baseline_s
 
 
 def _public_url(url: str) -> str:
+    url = mask_secrets(url)  # ?token=*** : a query-string credential stays out of the file too
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
         return url

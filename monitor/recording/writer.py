@@ -26,13 +26,14 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ptmon.monitor.dashboard import Alert, TargetHealth
 from ptmon.monitor.parse import Sample
 from ptmon.monitor.recording.codec import DEFAULT_CODEC, HealthRecord, Scrape, encode_chunk
 from ptmon.monitor.recording.file import Lock, RecordingError, open_for_writing
 from ptmon.monitor.store import IngestResult, Store
+from ptmon.monitor.text import mask_secrets
 
 __all__ = ["Recorder", "TappedStore", "DEFAULT_FLUSH_S", "DEFAULT_CHUNK_SCRAPES"]
 
@@ -59,6 +60,11 @@ class _Pending:
     flushed_scrapes: int = 0  # how many of them are already in head chunks
     flushed_health: int = 0
     heads: list[int] = field(default_factory=list)
+
+
+def _public(h: TargetHealth) -> TargetHealth:
+    """``h`` as the file may keep it: a secret query value in its URL or error masked (``?token=***``)."""
+    return replace(h, url=mask_secrets(h.url), error=None if h.error is None else mask_secrets(h.error))
 
 
 class Recorder:
@@ -210,7 +216,7 @@ class Recorder:
             if self._health.get(h.name) != h:
                 self._health[h.name] = h
                 at = h.last_scrape if h.last_scrape is not None else now
-                self._queue.append(("health", h.name, HealthRecord(at=min(at, now), health=h)))
+                self._queue.append(("health", h.name, HealthRecord(at=min(at, now), health=_public(h))))
 
     def observe_action(self, kind: str, value: float | None = None) -> None:
         """What the person at the screen changed that changes numbers: ``interval`` (rates restart there),

@@ -11,6 +11,7 @@ from ptmon.monitor.roles import run_info_names
 from ptmon.monitor.sections.context import Context
 from ptmon.monitor.settings import stale_after_s
 from ptmon.monitor.targets import run_start
+from ptmon.monitor.text import mask_secrets
 
 __all__ = ["IdentityFields", "identity"]
 
@@ -45,7 +46,10 @@ def identity(ctx: Context) -> IdentityFields:
 
 
 def _aged(health: TargetHealth, now: float) -> TargetHealth:
-    """How old the target's numbers are: now - its last good scrape (never negative: clocks step)."""
-    if health.last_success is None:
-        return health
-    return replace(health, age_s=max(0.0, now - health.last_success))
+    """How old the target's numbers are: now - its last good scrape (never negative: clocks step); its URL
+    and error with secret query values masked (``?token=***``): the screen, the table and JSON show these."""
+    masked = replace(health, url=mask_secrets(health.url),
+                     error=None if health.error is None else mask_secrets(health.error))
+    if masked.last_success is None:
+        return masked
+    return replace(masked, age_s=max(0.0, now - masked.last_success))

@@ -28,6 +28,7 @@ from textual.strip import Strip
 from ptmon.monitor.dashboard import Alert, TargetHealth, WorkerRow
 from ptmon.monitor.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, fmt_version, lit
 from ptmon.monitor.settings import Thresholds
+from ptmon.monitor.text import safe
 from ptmon.monitor.widgets.lines import DrawGuard, error_strips, row_regions, same_text
 
 __all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable"]
@@ -85,6 +86,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
     COLUMNS: tuple[Column[Any], ...] = ()  # not a ClassVar: a table may set its own (WorkersTable)
     TITLE: ClassVar[str] = ""
     EMPTY: ClassVar[str] = "nothing yet"  # shown when there are no rows at all
+    title_note = ""  # said dimmed after the row count in the title
     DEFAULT_SORT: ClassVar[tuple[int, bool]] = (0, False)
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -316,7 +318,10 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         if titles == self._titles:
             return
         self._titles = titles
-        self.border_title = Text.assemble((self.TITLE, "bold"), f" {count}")
+        title = Text.assemble((self.TITLE, "bold"), f" {count}")
+        if self.title_note:
+            title.append(f" · {self.title_note}", style="dim")
+        self.border_title = title
         subtitle = Text.assemble(("s", "bold"), f" sort: {self.sort_label}")
         if self.filter_text:
             subtitle.append("  ")
@@ -342,8 +347,10 @@ class TargetsTable(SortFilterTable[TargetHealth]):
     TITLE = "targets"
     EMPTY = "no targets scraped yet"
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, config_file: str | None = None) -> None:
         self.stale_after_s: float | None = None  # the Dashboard's: older data is said to be old
+        # Which ptmon.toml was read (given, or found in ./, $PTMON_CONFIG, ~/.config): said where targets are.
+        self.title_note = "" if config_file is None else f"from {safe(config_file)}"
         # An instance attribute: the up column needs this table's stale_after_s.
         self.COLUMNS = (
             Column("name", lambda t, _: lit(t.name, style="bold"), lambda t: t.name),

@@ -190,3 +190,75 @@ def test_a_real_prometheus_scrapes_the_printed_config(prometheus_bin: str, tmp_p
         prom.stop()
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+# --- --port-base and the printed ptmon.toml ----------------------------------------------------------------------
+
+def _free_base(count: int) -> int:
+    """A base port with ``count`` free ports after it (checked now; another process may take one later)."""
+    import random
+    import socket
+
+    for _ in range(100):
+        base = random.randrange(20000, 60000)
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise AssertionError("no free run of ports")
+
+
+def test_the_printed_ptmon_toml_reads_back_as_the_demos_targets(tmp_path: Path) -> None:
+    from ptmon.demo.launcher import DEMO_WINDOW_S, ptmon_config
+    from ptmon.monitor.config import load_settings
+
+    endpoints = [Endpoint("trainer", "trainer", 9001), Endpoint("rollout-0", "rollout", 9002),
+                 Endpoint("eval", "eval", 9003)]
+    path = tmp_path / "ptmon.toml"
+    path.write_text(ptmon_config(endpoints, interval_s=0.5))
+    settings = load_settings(config_path=str(path))
+    assert [(t.name, t.url, t.role) for t in settings.targets] == [
+        ("trainer", "http://127.0.0.1:9001/metrics", "trainer"),
+        ("rollout-0", "http://127.0.0.1:9002/metrics", "rollout"),
+        ("eval", "http://127.0.0.1:9003/metrics", "eval")]
+    assert (settings.interval_s, settings.window_s) == (0.5, DEMO_WINDOW_S)
+
+
+def test_a_port_base_that_does_not_fit_or_is_taken_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from ptmon.monitor.cli import main
+
+    assert main(["demo", "--headless", "--workers", "4", "--port-base", "65531"]) == 2
+    assert "--port-base must leave room for 6 ports (1 to 65530 with 4 workers), got 65531" in capsys.readouterr().err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["demo", "--headless", "--workers", "1", "--port-base", str(port)]) == 1
+    err = capsys.readouterr().err
+    assert f"--port-base {port}: port {port} (for trainer) is not free on 127.0.0.1" in err
+
+
+@pytest.mark.slow  # starts the demo's processes
+def test_headless_with_a_port_base_serves_there_and_prints_a_ptmon_toml_that_watches_it(tmp_path: Path) -> None:
+    from ptmon.monitor.config import load_settings
+
+    base = _free_base(4)
+    proc, text = start_headless("--port-base", str(base))
+    try:
+        printed = {name: int(port) for name, _, port in URL_RE.findall(text)}
+        assert printed == {"trainer": base, "rollout-0": base + 1, "rollout-1": base + 2, "eval": base + 3}
+        assert f"ptmon watch trainer=127.0.0.1:{base} rollout-0=127.0.0.1:{base + 1}" in text
+        toml = tmp_path / "ptmon.toml"
+        toml.write_text(text.split("# ptmon.toml\n", 1)[1].split("\n# prometheus.yml", 1)[0])
+        settings = load_settings(config_path=str(toml))
+        assert {t.name: (t.url, t.role) for t in settings.targets} == {
+            name: (url, name.split("-")[0]) for name, url, _ in URL_RE.findall(text)}
+        assert _roles(text) == {"trainer": "trainer", "rollout-0": "rollout", "rollout-1": "rollout", "eval": "eval"}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)

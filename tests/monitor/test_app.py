@@ -669,3 +669,75 @@ def test_snapshot_compact_alerts_panel(snap_compare) -> None:
 
 def test_snapshot_compact_help(snap_compare) -> None:
     assert snap_compare(_snap_app(), terminal_size=SMALL, run_before=_ready, press=["question_mark"])
+
+
+async def test_the_targets_table_names_the_config_file_read() -> None:
+    clock = FakeClock(T0)
+    app = PtmonApp(FakeFeed(clock=clock), clock=clock, config_file="~/.config/ptmon/ptmon.toml")
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        assert "from ~/.config/ptmon/ptmon.toml" in screen_text(app)
+    plain = PtmonApp(FakeFeed(clock=clock), clock=clock)
+    async with plain.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        assert " · from " not in screen_text(plain)
+
+
+async def test_a_query_string_secret_never_reaches_the_screen() -> None:
+    import socket
+
+    from ptmon.monitor.config import load_settings
+    from ptmon.monitor.live import LiveFeed
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = load_settings(urls=[f"worker=http://127.0.0.1:{port}/metrics?token=s3cr3t-abc"], window_s=60.0)
+    app = PtmonApp(LiveFeed(settings), interval_s=settings.interval_s, window_s=settings.window_s)
+    async with app.run_test(size=(250, 48)) as pilot:
+        await settle(pilot)
+        for _ in range(200):  # until the failed scrape is on screen
+            if "DOWN" in screen_text(app):
+                break
+            await pilot.pause(0.02)
+        text = screen_text(app)
+        assert "DOWN" in text and "token=***" in text
+        assert "s3cr3t" not in text
+
+
+async def _screenshot_from_the_palette(app: PtmonApp, pilot: Pilot) -> None:
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*"screenshot")
+    await pilot.pause(0.3)
+    await pilot.press("enter")
+    for _ in range(200):
+        if any(n.title == "Screenshot" for n in app._notifications):
+            return
+        await pilot.pause(0.02)
+
+
+async def test_the_palettes_screenshot_saves_into_the_working_directory_and_says_where(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await _screenshot_from_the_palette(app, pilot)
+        saved = sorted(tmp_path.glob("ptmon-*.svg"))
+        assert len(saved) == 1 and saved[0].read_text().startswith("<svg")
+        toast = [n for n in app._notifications if n.title == "Screenshot"]
+        assert [n.message for n in toast] == [f"saved {saved[0]}"] and toast[0].severity == "information"
+
+
+async def test_a_screenshot_that_cannot_be_written_says_why(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = tmp_path / "removed"
+    monkeypatch.setattr("os.getcwd", lambda: str(gone))  # the working directory was deleted under the app
+    app, _, _ = make_app()
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await _screenshot_from_the_palette(app, pilot)
+        toast = [n for n in app._notifications if n.title == "Screenshot"]
+        assert len(toast) == 1 and toast[0].severity == "error"
+        assert toast[0].message.startswith(f"cannot write {gone}/ptmon-")
+        assert "No such file or directory" in toast[0].message

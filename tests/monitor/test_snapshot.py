@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 
 from ptmon.exporters.rollout import RolloutExporter
 from ptmon.exporters.serve import serve
 from ptmon.exporters.trainer import TrainerExporter
-from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
-from ptmon.monitor.snapshot import render, to_json
+from ptmon.monitor.dashboard import Alert, Dashboard, EvalPoint, TargetHealth, WorkerRow
+from ptmon.monitor.snapshot import DEFAULT_WIDTH, exit_status, render, snapshot_console, to_json
 
 PTMON = str(Path(sys.executable).with_name("ptmon"))
 REQUIRED = ("rollout_rate_per_s", "rollout_tokens_per_s", "weight_sync_p50_s", "weight_sync_p99_s",
@@ -241,3 +242,131 @@ async def test_the_window_is_the_time_scraped_even_when_the_run_started_long_bef
     assert d.uptime_s is not None and d.uptime_s > 1000.0
     assert 0.5 < d.window_s < 30.0
     assert d.burn_dollars_per_hour == pytest.approx(4 * 3.0, rel=0.2)
+
+
+# --- --fail-on and exit codes -----------------------------------------------------------------------------------
+
+def _answered(*alerts: Alert, up: bool = True) -> Dashboard:
+    target = TargetHealth(name="t", url="http://t/metrics", role="trainer", up=up,
+                          last_success=990.0 if up else None)
+    return Dashboard(now=1000.0, window_s=60.0, interval_s=1.0, targets=(target,), alerts=alerts)
+
+
+WARN = Alert(name="weight_sync_slow", level="warn", message="p99 12s", since=990.0)
+CRITICAL = Alert(name="trainer_stalled", level="critical", message="no step for 300s", since=990.0)
+
+
+@pytest.mark.parametrize(("alerts", "fail_on", "status"), [
+    ((), None, 0), ((WARN,), None, 0), ((CRITICAL,), None, 0),  # without --fail-on a level never fails
+    ((), "warn", 0), ((WARN,), "warn", 3), ((CRITICAL,), "warn", 3), ((WARN, CRITICAL), "warn", 3),
+    ((), "critical", 0), ((WARN,), "critical", 0), ((CRITICAL,), "critical", 3),
+])
+def test_fail_on_exits_3_once_the_level_is_reached(alerts: tuple[Alert, ...], fail_on: str | None,
+                                                   status: int) -> None:
+    assert exit_status(_answered(*alerts), fail_on=fail_on) == status
+
+
+def test_no_target_answering_is_1_whatever_fail_on_says() -> None:
+    down = Alert(name="target_down", level="critical", message="t: refused", since=990.0)
+    assert exit_status(_answered(down, up=False), fail_on="critical") == 1
+    assert exit_status(_answered(down, up=False)) == 1
+
+
+def test_the_command_exits_3_and_says_why(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import ptmon.monitor.snapshot as snapshot
+    from ptmon.monitor.cli import main
+
+    async def crafted(settings: object, *, over: float, feed: object = None) -> Dashboard:
+        return _answered(WARN)
+
+    monkeypatch.setattr(snapshot, "collect", crafted)
+    assert main(["snapshot", "localhost:9", "--fail-on", "warn", "--json"]) == 3
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["level"] == "warn"
+    assert captured.err.strip() == "ptmon snapshot: level warn (--fail-on warn)"
+    assert main(["snapshot", "localhost:9", "--fail-on", "critical"]) == 0
+
+
+# --- a table that never wraps -----------------------------------------------------------------------------------
+
+def test_the_table_never_wraps_a_row_long_cells_end_in_an_ellipsis() -> None:
+    long_url = "http://a-very-long-host-name.example.internal:9100/metrics/" + "x" * 150
+    long_error = "connection refused: " + "the peer said no " * 12
+    target = TargetHealth(name="rollout-worker-17", url=long_url, role="rollout", up=False, series=12345,
+                          error=long_error)
+    alert = Alert(name="target_down", level="critical", message="rollout-worker-17 is down: " + long_error,
+                  since=990.0)
+    d = Dashboard(now=1000.0, window_s=60.0, interval_s=1.0, targets=(target,), alerts=(alert,))
+    buf = io.StringIO()
+    render(d, snapshot_console(width=100, file=buf))
+    lines = buf.getvalue().splitlines()
+    assert max(cell_len(line) for line in lines) <= 100
+    row = [line for line in lines if "rollout-worker-17" in line and "DOWN" in line]
+    assert len(row) == 1  # one line: the url and error cut, not folded onto the next lines
+    assert "12345" in row[0] and "…" in row[0]  # the number whole, the long text cut
+    assert sum("connection refused" in line for line in lines) == 2  # once in targets, once in alerts
+
+
+def test_the_table_is_160_columns_when_not_a_terminal_unless_told() -> None:
+    assert snapshot_console(file=io.StringIO()).width == DEFAULT_WIDTH == 160
+    assert snapshot_console(file=io.StringIO(), width=120).width == 120
+
+
+def test_json_counts_are_integers_and_rates_stay_floats() -> None:
+    worker = WorkerRow(name="w", role="rollout", up=True, rollouts_per_s=2.0, tokens_per_s=100.0,
+                       policy_version=12.0, staleness=1.0, mean_reward=0.5, status="ok")
+    d = Dashboard(now=1000.0, window_s=60.0, interval_s=1.0, weight_sync_count=4.0, weight_sync_failures=0.0,
+                  weight_sync_failures_in_a_row=0.0, policy_version=12.0, staleness_max=1.0, staleness_mean=1.0,
+                  eval_samples=500.0, rollout_rate_per_s=2.0, steps_per_s=1.0, workers=(worker,),
+                  eval_curve=(EvalPoint(timestamp=990.0, spend_dollars=10.0, score=0.5, policy_version=11.0,
+                                        samples=500.0),))
+    text = json.dumps(to_json(d))
+    out = json.loads(text)
+    assert '"weight_sync_count": 4,' in text
+    for key, value in (("weight_sync_count", 4), ("weight_sync_failures", 0), ("weight_sync_failures_in_a_row", 0),
+                       ("policy_version", 12), ("staleness_max", 1), ("eval_samples", 500)):
+        assert out[key] == value and type(out[key]) is int, key
+    assert type(out["workers"][0]["policy_version"]) is int and type(out["workers"][0]["staleness"]) is int
+    assert type(out["eval_curve"][0]["samples"]) is int and type(out["eval_curve"][0]["policy_version"]) is int
+    # Rates, means and scores stay floats even when whole.
+    for key in ("rollout_rate_per_s", "steps_per_s", "staleness_mean"):
+        assert type(out[key]) is float, key
+    assert type(out["workers"][0]["rollouts_per_s"]) is float
+
+
+def test_a_fractional_count_from_prometheus_extrapolation_is_not_rounded() -> None:
+    d = Dashboard(now=1000.0, window_s=60.0, interval_s=1.0, weight_sync_count=3.75)
+    assert to_json(d)["weight_sync_count"] == 3.75
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_query_string_secret_is_masked_in_the_table_json_and_errors(
+        as_json: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    from ptmon.monitor.cli import main
+
+    url = closed_url() + "?module=m&token=s3cr3t-abc&api_key=k3y-xyz"
+    assert main(["snapshot", "--over", "200ms", "--width", "400", url, *(["--json"] if as_json else [])]) == 1
+    captured = capsys.readouterr()
+    shown = captured.out + captured.err
+    assert "s3cr3t-abc" not in shown and "k3y-xyz" not in shown
+    assert "?module=m&token=***&api_key=***" in shown
+    if as_json:
+        out = json.loads(captured.out)
+        assert out["targets"][0]["url"].endswith("/metrics?module=m&token=***&api_key=***")
+        assert "token=***" in out["alerts"][0]["message"]  # the target_down alert quotes the URL
+
+
+def test_a_query_string_secret_is_masked_in_a_config_error() -> None:
+    from ptmon.monitor.config import ConfigError, load_settings
+
+    with pytest.raises(ConfigError) as info:
+        load_settings(urls=["http://h:1/m?token=s3cr3t#frag"])
+    assert "s3cr3t" not in str(info.value) and "token=***" in str(info.value)
+
+
+def test_a_recording_keeps_no_query_string_secret() -> None:
+    from ptmon.monitor.recording.meta import settings_to_json
+    from ptmon.monitor.settings import Settings, Target
+
+    text = settings_to_json(Settings(targets=(Target(name="t", url="http://h:1/m?password=s3cr3t&x=1"),)))
+    assert "s3cr3t" not in text and "password=***&x=1" in text

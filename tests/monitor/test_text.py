@@ -11,7 +11,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from ptmon.monitor.text import safe
+from ptmon.monitor.text import mask_secrets, safe
 
 
 def test_printable_text_is_unchanged() -> None:
@@ -103,3 +103,16 @@ def test_plain_emoji_and_scripts_still_pass() -> None:
     for s in ("\U0001f680", "\U0001f44d\U0001f3fd", "\U0001f1fa\U0001f1f8", "e\u0301", "\u0627\u0644\u0639",
               "\u0928\u092e\u0938\u094d\u0924\u0947"):
         assert safe(s) == s
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("http://h:9100/metrics?token=abc123", "http://h:9100/metrics?token=***"),
+    ("http://h/m?api_key=k&module=http_2xx&target=trainer:9100", "http://h/m?api_key=***&module=http_2xx&target=trainer:9100"),
+    ("http://h/m?Access_Token=a&password=b&secret=c&key=d", "http://h/m?Access_Token=***&password=***&secret=***&key=***"),
+    ("http://h/m?private_token=a&x-api-key=b", "http://h/m?private_token=***&x-api-key=***"),
+    ("GET 'http://h/m?X-Amz-Signature=f00&x=1': 403", "GET 'http://h/m?X-Amz-Signature=***&x=1': 403"),
+    ("http://h/m?keyboard=qwerty&monkey=1", "http://h/m?keyboard=qwerty&monkey=1"),  # not secret names
+    ("key=value outside a query", "key=value outside a query"),
+])
+def test_secret_query_values_are_masked_and_other_parameters_kept(text: str, shown: str) -> None:
+    assert mask_secrets(text) == shown

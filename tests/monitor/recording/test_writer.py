@@ -173,3 +173,16 @@ def test_a_writer_that_cannot_write_stops_and_says_why(tmp_path):
     store.ingest("w", 10.0, parser.parse(TEXT.format(n=1, m=1, g=1)))  # the Store goes on; the tap is off
     assert len(store.series("w", "posttrain_rollouts_total")[0]) == 4
     rec.close()
+
+
+def test_the_file_keeps_no_query_string_secret_of_a_targets_url_or_error(tmp_path):
+    path = tmp_path / "r.rec"
+    rec = Recorder(path, clock=Clock(1.0)).open()
+    url = "http://w:1/metrics?token=s3cr3t&x=1"
+    rec.observe_health([TargetHealth(name="w", url=url, role="rollout", up=False, last_scrape=1.0,
+                                     error=f"GET {url}: refused")])
+    rec.close()
+    with Recording(path) as r:
+        ((_, kept),) = list(r.health())
+    assert kept.health.url == "http://w:1/metrics?token=***&x=1"
+    assert kept.health.error == "GET http://w:1/metrics?token=***&x=1: refused"
