@@ -17,7 +17,8 @@ import httpx
 
 from ptmon.monitor.alerts import evaluate
 from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
-from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth
+from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
+from ptmon.monitor.detail import ScrapeLog, TargetDetail, build_detail
 from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.sources.base import Source
@@ -58,6 +59,7 @@ class LiveFeed:
         self._baseline: Baseline | None = None
         self._alerts: tuple[Alert, ...] = ()
         self._rates_since: float | None = None  # the last interval change: rates start there
+        self._scrapes = ScrapeLog()  # each target's attempts as health showed them (the detail's history)
 
     @property
     def settings(self) -> Settings:
@@ -82,11 +84,20 @@ class LiveFeed:
     async def dashboard(self, *, window_s: float) -> Dashboard:
         settings = self._settings
         self._evals = observe_evals(self.store, settings, previous=self._evals)
-        d = build_dashboard(self.store, self._scraper.health(), settings, now=self._clock(), window_s=window_s,
+        health = self._scraper.health()
+        self._scrapes.observe(health)
+        d = build_dashboard(self.store, health, settings, now=self._clock(), window_s=window_s,
                             baseline=self._baseline, evals=self._evals, evaluated=self._evaluated(window_s),
                             rates_since=self._rates_since)
         self._alerts = evaluate(d, settings.thresholds, previous=self._alerts, marginal_k=settings.marginal_k)
         return replace(d, alerts=self._alerts)
+
+    def detail(self, name: str, *, window_s: float, worker: WorkerRow | None = None) -> TargetDetail | None:
+        """One target in detail now (``ptmon.monitor.detail``); ``worker``: its row on the last Dashboard."""
+        health = self._scraper.health()
+        self._scrapes.observe(health)
+        return build_detail(self.store, health, self._settings, name=name, now=self._clock(), window_s=window_s,
+                            scrapes=self._scrapes.of(name), worker=worker, rates_since=self._rates_since)
 
     def _evaluated(self, window_s: float) -> Evaluated | None:
         """The Prometheus server's last answers, an input of the build (which prefers them where they are
