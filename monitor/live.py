@@ -60,6 +60,7 @@ class LiveFeed:
         self._alerts: tuple[Alert, ...] = ()
         self._rates_since: float | None = None  # the last interval change: rates start there
         self._scrapes = ScrapeLog()  # each target's attempts as health showed them (the detail's history)
+        self._shown: tuple[tuple[TargetHealth, ...], float] | None = None  # the last Dashboard's health and now
 
     @property
     def settings(self) -> Settings:
@@ -84,19 +85,20 @@ class LiveFeed:
     async def dashboard(self, *, window_s: float) -> Dashboard:
         settings = self._settings
         self._evals = observe_evals(self.store, settings, previous=self._evals)
-        health = self._scraper.health()
+        health, now = self._scraper.health(), self._clock()
         self._scrapes.observe(health)
-        d = build_dashboard(self.store, health, settings, now=self._clock(), window_s=window_s,
+        self._shown = (health, now)
+        d = build_dashboard(self.store, health, settings, now=now, window_s=window_s,
                             baseline=self._baseline, evals=self._evals, evaluated=self._evaluated(window_s),
                             rates_since=self._rates_since)
         self._alerts = evaluate(d, settings.thresholds, previous=self._alerts, marginal_k=settings.marginal_k)
         return replace(d, alerts=self._alerts)
 
     def detail(self, name: str, *, window_s: float, worker: WorkerRow | None = None) -> TargetDetail | None:
-        """One target in detail now (``ptmon.monitor.detail``); ``worker``: its row on the last Dashboard."""
-        health = self._scraper.health()
-        self._scrapes.observe(health)
-        return build_detail(self.store, health, self._settings, name=name, now=self._clock(), window_s=window_s,
+        """One target in detail (``ptmon.monitor.detail``) at the last Dashboard's now and health, so it agrees
+        with that Dashboard (``worker``: its row there) and moves on with it."""
+        health, now = self._shown if self._shown is not None else (self._scraper.health(), self._clock())
+        return build_detail(self.store, health, self._settings, name=name, now=now, window_s=window_s,
                             scrapes=self._scrapes.of(name), worker=worker, rates_since=self._rates_since)
 
     def _evaluated(self, window_s: float) -> Evaluated | None:
