@@ -218,6 +218,9 @@ class DetailScreen(Screen[None]):
 
     def refresh_detail(self) -> None:
         self.detail = self._source()
-        body: RenderableType = Text.assemble(lit(self.target_name), ": no such target any more", style="dim") \
-            if self.detail is None else detail_renderable(self.detail)
+        body: RenderableType
+        if self.detail is None:
+            body = Text.assemble(lit(self.target_name), ": no target or worker of that name (any more)", style="dim")
+        else:
+            body = detail_renderable(self.detail)
         self.query_one("#detail", Static).update(body)

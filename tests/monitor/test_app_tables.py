@@ -200,3 +200,20 @@ async def test_a_feed_without_a_store_still_gives_the_dashboards_detail() -> Non
         text = screen_text(app)
         assert "detail [red]evil[/red]\\x1b[2J" in text  # the name literally, in the title
         assert "✗ DOWN: \\x1b[31mboom\\x1b[0m [bold red]x[/]" in text
+
+
+async def test_enter_on_an_alert_opens_its_subjects_detail() -> None:
+    app, feed, _ = make_app()
+    feed.kill("rollout-4")
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        alerts = app.table("alerts")
+        while not (alerts.cursor_key or "").endswith("\0rollout-4"):
+            before = alerts.cursor_row
+            await pilot.press("down")
+            assert alerts.cursor_row != before, alerts.visible_keys()
+        await pilot.press("enter")
+        shown: Any = app.screen
+        assert isinstance(shown, DetailScreen) and shown.target_name == "rollout-4"
+        assert "✗ DOWN: ConnectError: [Errno 111] Connection refused" in screen_text(app)
