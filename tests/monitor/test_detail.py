@@ -113,3 +113,38 @@ def test_an_unknown_name_has_no_detail_and_health_alone_gives_one(stored: Store)
     assert build_detail(stored, [_health()], SETTINGS, name="nobody", now=T0 + 70, window_s=30.0) is None
     d = detail_from_health(_health(False, error="boom"), now=T0 + 70, window_s=30.0)
     assert d.health.error == "boom" and d.series == () and d.envs == ()
+
+
+async def test_the_feeds_detail_agrees_with_its_last_dashboard_while_scrapes_go_on() -> None:
+    from ptmon.exporters.rollout import RolloutExporter
+    from ptmon.exporters.serve import serve
+    from ptmon.monitor.live import LiveFeed
+    from tests.support.clock import FakeClock
+
+    clock = FakeClock(T0)
+    worker = RolloutExporter(clock=clock)
+    server = serve(worker.registry)
+    feed = LiveFeed(Settings(targets=(Target("w", server.url, role="rollout"),), interval_s=10.0, timeout_s=2.0),
+                    clock=clock)
+
+    async def scrape(n: int) -> None:
+        for _ in range(n):
+            clock.t += 10
+            for _ in range(1 + int(clock.t) % 3):
+                worker.record_rollout(env="math", tokens=10)
+            await feed.collect_once()
+
+    try:
+        await scrape(4)
+        assert feed.detail("w", window_s=30.0) is not None  # asked for: built with the next Dashboards
+        d = await feed.dashboard(window_s=30.0)
+        await scrape(2)  # the store moves on; the screen shows the Dashboard above until the next poll
+        detail = feed.detail("w", window_s=30.0)
+        assert detail is not None and detail.now == d.now and detail.worker == d.workers[0]
+        assert detail.envs[0].rollouts_per_s == d.workers[0].rollouts_per_s
+        d = await feed.dashboard(window_s=30.0)
+        detail = feed.detail("w", window_s=30.0)
+        assert detail is not None and detail.now == d.now == clock.t
+    finally:
+        await feed.aclose()
+        server.close()
