@@ -101,6 +101,10 @@ class PtmonApp(App[int]):
         Binding("slash", "filter", "filter", key_display="/",
                 tooltip="filter the active table (Enter keeps it, Esc clears)"),
         Binding("s", "sort", "sort", tooltip="sort the active table by the next column"),
+        Binding("S", "reverse_sort", "reverse", show=False, tooltip="reverse the active table's sort"),
+        Binding("c", "columns", "columns", show=False, tooltip="choose the active table's columns (hide/show)"),
+        Binding("enter", "detail", "detail", key_display="⏎", show=False,
+                tooltip="Enter: the row's target or worker in detail"),
         Binding("t", "panel('targets')", "targets", tooltip="show the targets table"),
         Binding("w", "panel('workers')", "workers", tooltip="show the rollout workers table"),
         Binding("a", "panel('alerts')", "alerts", tooltip="show the alerts"),
@@ -346,6 +350,24 @@ class PtmonApp(App[int]):
     def action_sort(self) -> None:
         self.table().cycle_sort()
 
+    def action_reverse_sort(self) -> None:
+        self.table().reverse_sort()
+
+    def action_columns(self) -> None:
+        from ptmon.monitor.widgets.columns import ColumnsScreen
+
+        self.push_screen(ColumnsScreen(self.table()))
+
+    def action_detail(self) -> None:
+        """Enter on a target, a worker, or an alert about one: its detail screen."""
+        from ptmon.monitor.widgets.detail import DetailScreen, detail_for
+
+        key = self.table().cursor_key
+        name = key.split("\0")[-1] if key is not None else ""
+        if name:
+            self.push_screen(DetailScreen(name, lambda: detail_for(
+                self._feed, self.dashboard, name, now=self._clock(), window_s=self.window_s)))
+
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.value = self.table().filter_text
@@ -395,7 +417,8 @@ class PtmonApp(App[int]):
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss()
         else:
-            self.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding) and b.show]))
+            # The footer's keys, and the ones it leaves out for room that say what they do (S, e).
+            self.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding) and (b.show or b.tooltip)]))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         for command in super().get_system_commands(screen):

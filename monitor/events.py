@@ -228,6 +228,11 @@ class EventsFeed:
     def events(self) -> tuple[Event, ...]:
         return (*self._past, *self.log.events())
 
+    def detail(self, name: str, **options: Any) -> Any:
+        """The wrapped feed's detail of one target (``LiveFeed.detail``); None when it has none."""
+        detail = getattr(self.feed, "detail", None)
+        return detail(name, **options) if callable(detail) else None
+
     def set_interval(self, interval_s: float) -> None:
         self.feed.set_interval(interval_s)
 

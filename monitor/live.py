@@ -10,14 +10,15 @@ asking for one never waits on a target.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import httpx
 
 from ptmon.monitor.alerts import evaluate
 from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
-from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth
+from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
+from ptmon.monitor.detail import ScrapeLog, TargetDetail, build_detail
 from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.sources.base import Source
@@ -26,6 +27,8 @@ from ptmon.monitor.sources.scrape import Scraper
 from ptmon.monitor.store import Store
 
 __all__ = ["LiveFeed"]
+
+_DETAIL_KEPT = 3  # Dashboards a detail is still built with after it was last asked for (the screen asks each second)
 
 
 class LiveFeed:
@@ -58,6 +61,11 @@ class LiveFeed:
         self._baseline: Baseline | None = None
         self._alerts: tuple[Alert, ...] = ()
         self._rates_since: float | None = None  # the last interval change: rates start there
+        self._scrapes = ScrapeLog()  # each target's attempts as health showed them (the detail's history)
+        # The details a screen shows, built with each Dashboard (same store state, health and now, so the two
+        # agree), for as long as it asks: (name, window) -> Dashboards left before it is no longer built.
+        self._watched: dict[tuple[str, float], int] = {}
+        self._details: dict[tuple[str, float], TargetDetail | None] = {}
 
     @property
     def settings(self) -> Settings:
@@ -82,11 +90,31 @@ class LiveFeed:
     async def dashboard(self, *, window_s: float) -> Dashboard:
         settings = self._settings
         self._evals = observe_evals(self.store, settings, previous=self._evals)
-        d = build_dashboard(self.store, self._scraper.health(), settings, now=self._clock(), window_s=window_s,
+        health, now = self._scraper.health(), self._clock()
+        self._scrapes.observe(health)
+        d = build_dashboard(self.store, health, settings, now=now, window_s=window_s,
                             baseline=self._baseline, evals=self._evals, evaluated=self._evaluated(window_s),
                             rates_since=self._rates_since)
         self._alerts = evaluate(d, settings.thresholds, previous=self._alerts, marginal_k=settings.marginal_k)
+        rows = {w.name: w for w in d.workers}
+        self._details = {(name, ws): self._build_detail(name, ws, health, now, rows.get(name))
+                         for name, ws in self._watched}
+        self._watched = {key: left - 1 for key, left in self._watched.items() if left > 1}
         return replace(d, alerts=self._alerts)
+
+    def detail(self, name: str, *, window_s: float, worker: WorkerRow | None = None) -> TargetDetail | None:
+        """One target in detail (``ptmon.monitor.detail``): as built with the last Dashboard once asked for
+        (so it agrees with that Dashboard, its worker row included), else now (``worker``: its row)."""
+        key = (name, float(window_s))
+        self._watched[key] = _DETAIL_KEPT
+        if key in self._details:
+            return self._details[key]
+        return self._build_detail(name, window_s, self._scraper.health(), self._clock(), worker)
+
+    def _build_detail(self, name: str, window_s: float, health: Sequence[TargetHealth], now: float,
+                      worker: WorkerRow | None) -> TargetDetail | None:
+        return build_detail(self.store, health, self._settings, name=name, now=now, window_s=window_s,
+                            scrapes=self._scrapes.of(name), worker=worker, rates_since=self._rates_since)
 
     def _evaluated(self, window_s: float) -> Evaluated | None:
         """The Prometheus server's last answers, an input of the build (which prefers them where they are

@@ -68,6 +68,10 @@ class RecordingFeed:
         self.recorder.observe_alerts(d.alerts, now=d.now)
         return d
 
+    def detail(self, name: str, **options: Any) -> Any:
+        """The live feed's detail of one target (``LiveFeed.detail``)."""
+        return self.feed.detail(name, **options)
+
     def set_interval(self, interval_s: float) -> None:
         self.feed.set_interval(interval_s)
         self.recorder.observe_action("interval", float(interval_s))

@@ -1,9 +1,11 @@
 """Targets, rollout workers and alerts as sortable, filterable tables.
 
 One small base class holds what all three share: ``s`` cycles the sort
-column (clicking a header sorts by it, clicking again reverses), a filter
-keeps the rows whose text contains it, the cursor stays on the same target
-or worker across updates. It draws with Textual's Line API from one cached
+column and ``S`` reverses it (clicking a header sorts by it, clicking again
+reverses), names sort naturally (``rollout-2`` before ``rollout-10``), a
+filter keeps the rows whose shown text contains it, columns can be hidden
+(the column chooser), the cursor stays on the same target or worker across
+updates. It draws with Textual's Line API from one cached
 Strip per row, rebuilt only when what the rows show changed: a DataTable
 re-renders every cell through Rich on each update, which at one update a
 second per table was most of the app's CPU.
@@ -11,6 +13,7 @@ second per table was most of the app's CPU.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
@@ -31,10 +34,29 @@ from ptmon.monitor.settings import Thresholds
 from ptmon.monitor.text import safe
 from ptmon.monitor.widgets.lines import DrawGuard, error_strips, row_regions, same_text
 
-__all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable"]
+__all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable", "natural_key"]
 
 R = TypeVar("R")
 _GAP = 2  # cells between columns
+_DIGITS = re.compile(r"(\d+)")
+
+
+NaturalKey = tuple[tuple[tuple[int, int | str], ...], str]
+
+
+def natural_key(s: str | None) -> NaturalKey | None:
+    """A sort key that orders the numbers inside names by value: ``rollout-2`` before ``rollout-10``.
+
+    Case is ignored (then the text itself breaks ties, so the order is total); None stays None (sorted last).
+    """
+    if s is None:
+        return None
+    parts = _DIGITS.split(s.casefold())
+    return tuple((0, int(p)) if i % 2 else (1, p) for i, p in enumerate(parts) if p), s
+
+
+def _natural(get: Callable[[Any], str | None]) -> Callable[[Any], Any]:
+    return lambda row: natural_key(get(row))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +115,13 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         super().__init__(id=id)
         self.sort_index, self.sort_reverse = self.DEFAULT_SORT
         self.filter_text = ""
+        self.hidden: frozenset[str] = frozenset()  # labels of the columns the chooser hid
         self.cursor_row = 0
         self._source: Sequence[R] = ()
         self._now = 0.0
         self._shown: list[tuple[str, tuple[Text, ...]]] | None = None
         self._shown_header: tuple[str, ...] = ()
-        self._titles: tuple[str, str, str] | None = None
+        self._titles: tuple[str, str, str, int] | None = None
         self._strips: list[Strip] = []
         self._header = Strip.blank(0)
         self._edges: list[int] = []  # where each column starts, for header clicks
@@ -115,14 +138,46 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
     def row_style(self, row: R) -> str:
         return ""
 
+    # columns
+    @property
+    def column_labels(self) -> tuple[str, ...]:
+        """Every column's label, shown or hidden, in table order (what the column chooser lists)."""
+        return tuple(c.label for c in self.COLUMNS)
+
+    @property
+    def shown_indexes(self) -> tuple[int, ...]:
+        """Indexes into COLUMNS of the columns on screen."""
+        return tuple(i for i, c in enumerate(self.COLUMNS) if c.label not in self.hidden)
+
+    def set_hidden(self, labels: frozenset[str] | set[str]) -> None:
+        """Hide these columns (by label) and show the rest; one column always stays, so a row is never blank.
+
+        A hidden sort column keeps the order it gave (the subtitle still names it) until another is picked.
+        """
+        hidden = frozenset(labels) & set(self.column_labels)
+        if len(hidden) >= len(self.COLUMNS):
+            hidden -= {self.COLUMNS[0].label}
+        if hidden != self.hidden:
+            self.hidden = hidden
+            self._widths = []
+            self._rebuild()
+
     # sorting and filtering
     def cycle_sort(self) -> None:
-        self.sort_index = (self.sort_index + 1) % len(self.COLUMNS)
+        """The next shown column, ascending."""
+        shown = self.shown_indexes
+        later = [i for i in shown if i > self.sort_index]
+        self.sort_index = later[0] if later else shown[0]
         self.sort_reverse = False
         self._rebuild()
 
+    def reverse_sort(self) -> None:
+        """The same column, the other way round (``S``)."""
+        self.sort_reverse = not self.sort_reverse
+        self._rebuild()
+
     def sort_by(self, index: int) -> None:
-        """Sort by a column; the same column again reverses the order (a header click)."""
+        """Sort by a column (an index into COLUMNS); the same column again reverses the order (a header click)."""
         if index == self.sort_index:
             self.sort_reverse = not self.sort_reverse
         else:
@@ -196,7 +251,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         if offset.y == 0:  # the header: sort by the clicked column
             x = offset.x + int(self.scroll_x)
             column = max((i for i, edge in enumerate(self._edges) if edge <= x), default=0)
-            self.sort_by(column)
+            self.sort_by(self.shown_indexes[column])
         else:
             self.move_cursor(row=int(self.scroll_y) + offset.y - 1)
 
@@ -210,9 +265,10 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
 
     def _rebuild(self) -> None:
         needle = self.filter_text.casefold()
+        columns = [(i, self.COLUMNS[i]) for i in self.shown_indexes]
         shown: list[tuple[str, tuple[Text, ...]]] = []
         for row in self._ordered():
-            cells = tuple(column.cell(row, self._now) for column in self.COLUMNS)
+            cells = tuple(column.cell(row, self._now) for _, column in columns)
             if needle and needle not in " ".join(cell.plain for cell in cells).casefold():
                 continue
             style = self.row_style(row)
@@ -221,7 +277,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
                     cell.stylize_before(style)
             shown.append((self.row_key(row), cells))
         arrow = " ▼" if self.sort_reverse else " ▲"
-        header = tuple(c.label + (arrow if i == self.sort_index else "") for i, c in enumerate(self.COLUMNS))
+        header = tuple(c.label + (arrow if i == self.sort_index else "") for i, c in columns)
         self._update_titles(len(shown))
         if shown == self._shown and header == self._shown_header:
             return
@@ -314,7 +370,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         """Set the border texts only when they change: each assignment repaints the whole table."""
         total = len(self._source)
         count = f"{shown}/{total}" if self.filter_text else f"{total}"
-        titles = (count, self.sort_label, self.filter_text)
+        titles = (count, self.sort_label, self.filter_text, len(self.hidden))
         if titles == self._titles:
             return
         self._titles = titles
@@ -323,6 +379,8 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
             title.append(f" · {self.title_note}", style="dim")
         self.border_title = title
         subtitle = Text.assemble(("s", "bold"), f" sort: {self.sort_label}")
+        if self.hidden:
+            subtitle.append(f"  {len(self.hidden)} hidden (c)", style="dim")
         if self.filter_text:
             subtitle.append("  ")
             subtitle.append("/", style="bold")
@@ -353,14 +411,14 @@ class TargetsTable(SortFilterTable[TargetHealth]):
         self.title_note = "" if config_file is None else f"from {safe(config_file)}"
         # An instance attribute: the up column needs this table's stale_after_s.
         self.COLUMNS = (
-            Column("name", lambda t, _: lit(t.name, style="bold"), lambda t: t.name),
-            Column("role", lambda t, _: lit(t.role), lambda t: t.role),
+            Column("name", lambda t, _: lit(t.name, style="bold"), _natural(lambda t: t.name)),
+            Column("role", lambda t, _: lit(t.role), _natural(lambda t: t.role)),
             Column("up", self._up, self._up_rank),
             Column("last scrape", lambda t, now: _ago(now, t.last_scrape), lambda t: t.last_scrape),
             Column("scrape", lambda t, _: _text(fmt_seconds(t.scrape_seconds)), lambda t: t.scrape_seconds),
             Column("samples", lambda t, _: _text(fmt_num(t.samples)), lambda t: t.samples),
             Column("error", lambda t, _: lit(t.error) if t.error else Text(""), lambda t: t.error or ""),
-            Column("url", lambda t, _: lit(t.url), lambda t: t.url),  # last: long, and known from the config
+            Column("url", lambda t, _: lit(t.url), _natural(lambda t: t.url)),  # last: long, and known from the config
         )
         super().__init__(id=id)
 
@@ -400,7 +458,7 @@ class WorkersTable(SortFilterTable[WorkerRow]):
         self.thresholds = thresholds or Thresholds()
         # An instance attribute: the staleness colours need this table's thresholds.
         self.COLUMNS = (
-            Column("worker", lambda w, _: lit(w.name, style="bold"), lambda w: w.name),
+            Column("worker", lambda w, _: lit(w.name, style="bold"), _natural(lambda w: w.name)),
             Column("rollouts/s", lambda w, _: _text(fmt_num(w.rollouts_per_s)), lambda w: w.rollouts_per_s),
             Column("tokens/s", lambda w, _: _text(fmt_rate(w.tokens_per_s, "")), lambda w: w.tokens_per_s),
             Column(
@@ -440,7 +498,7 @@ class AlertsTable(SortFilterTable[Alert]):
         Column("since", lambda a, now: _text(fmt_duration(now - a.since)), lambda a: -a.since),
         Column("message", lambda a, _: lit(a.message), lambda a: a.message),
         Column("alert", lambda a, _: lit(a.name), lambda a: a.name),
-        Column("subject", lambda a, _: lit(a.subject) if a.subject else Text(""), lambda a: a.subject or ""),
+        Column("subject", lambda a, _: lit(a.subject) if a.subject else Text(""), _natural(lambda a: a.subject or "")),
     )
 
     def row_key(self, row: Alert) -> str:

@@ -83,3 +83,28 @@ def test_row_regions_merge_runs_of_rows_and_keep_the_offset() -> None:
     assert row_regions([], 10) == []
     assert row_regions([3, 1, 2, 7, 7], 10) == [Region(0, 1, 10, 3), Region(0, 7, 10, 1)]
     assert row_regions([0, 1], 5, top=-4) == [Region(0, -4, 5, 2)]
+
+
+def test_natural_key_orders_numbers_by_value_and_ignores_case() -> None:
+    from ptmon.monitor.widgets.tables import natural_key
+
+    names = ["rollout-10", "rollout-2", "Rollout-3", "rollout-1", "a", "a10", "a2", "b", "gpu-1.10", "gpu-1.9"]
+    assert sorted(names, key=natural_key) == ["a", "a2", "a10", "b", "gpu-1.9", "gpu-1.10", "rollout-1",
+                                              "rollout-2", "Rollout-3", "rollout-10"]
+    assert natural_key(None) is None
+    assert natural_key("w") != natural_key("W")  # a total order: case breaks ties
+
+
+async def test_hidden_columns_leave_the_rows_and_header_clicks_sort_by_the_shown_column() -> None:
+    async with targets_shown() as (pilot, table):
+        table.set_hidden({"role", "up"})
+        await pilot.pause()
+        assert [c.plain for c in table.get_row("trainer")][:2] == ["trainer", "1s ago"]  # name, last scrape
+        table.sort_by(table.shown_indexes[1])
+        assert table.sort_label == "last scrape"
+        table.cycle_sort()  # the next shown column: scrape (up and role are skipped)
+        assert table.sort_label == "scrape"
+        table.set_hidden(set(table.column_labels))  # everything: the first column stays
+        assert table.shown_indexes == (0,)
+        table.reverse_sort()
+        assert table.sort_reverse
