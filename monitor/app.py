@@ -454,6 +454,7 @@ def run_watch(args: argparse.Namespace) -> int:
             window_s=args.window,
             timeout_s=args.timeout,
             prometheus_url=getattr(args, "prometheus", None), run=getattr(args, "run", None),
+            framework=getattr(args, "framework", None),
         )
     except ConfigError as exc:
         print(f"ptmon watch: {safe(str(exc))}", file=sys.stderr)

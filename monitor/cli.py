@@ -42,7 +42,12 @@ def _interval(text: str) -> float:
 
 
 def _add_source_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("urls", nargs="*", metavar="URL", help="/metrics URLs to scrape (host:port is enough)")
+    p.add_argument("urls", nargs="*", metavar="URL",
+                   help="/metrics URLs to scrape (host:port is enough), or JSONL metrics files to tail "
+                   "(prime-rl's metrics.jsonl, verl's file logger: a path, or any name ending in .jsonl)")
+    p.add_argument("--framework", metavar="NAME",
+                   help="the framework that writes the metrics files given (prime-rl, verl, ...; default: "
+                   "detected from the keys)")
     p.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml with targets, prices and thresholds")
     p.add_argument("--run", metavar="NAME",
                    help="with --prometheus: only the targets of this run (the run label of their run info)")
