@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 
 from ptmon.exporters import schema
-from ptmon.exporters.bridges import AUTO, MetricsBridge
+from ptmon.exporters.bridges import MetricsBridge, detect
 from ptmon.exporters.colocated import Colocated
 from ptmon.monitor.parse import ExpositionParser, Sample
 from ptmon.monitor.sources.jsonl import Entry, LineError, LineSplitter, decode_line
@@ -45,6 +45,7 @@ from ptmon.monitor.sources.tail import TailRead
 __all__ = ["BridgedLines", "Batch", "run_name"]
 
 _CREATED = frozenset(spec.created for spec in schema.CONTRACT if spec.kind in ("counter", "histogram"))
+_BEFORE_FIRST_S = 1e-3  # the zeros' stamp, before the first line's
 _NOT_THE_FILES = frozenset((schema.GPUS.name, schema.GPU_SECONDS.name, schema.GPU_SECONDS.created,
                             schema.GPU_HOUR_PRICE.name))
 
@@ -74,11 +75,12 @@ class BridgedLines:
     def __init__(self, *, path: str, framework: str | None, interval_s: float, history_s: float,
                  gpus: float | None = None, max_label_value_length: int | None = schema.MAX_LABEL_VALUE_BYTES) -> None:
         self._t = 0.0  # the exporters' clock: the stamp of the line being logged
-        self.registry = CollectorRegistry()
-        loop = Colocated(run=run_name(path), gpus=gpus or 0, registry=self.registry, clock=self._now,
-                         wall_clock=self._now)
+        self._run = run_name(path)
+        self._framework = framework  # None: detected from the first line that tells
+        self._gpus = gpus
         self._dropped = _NOT_THE_FILES if gpus is None else frozenset()
-        self.bridge = MetricsBridge(framework or AUTO, trainer=loop.trainer, rollouts=loop.rollouts, evals=loop.evals)
+        self.registry: CollectorRegistry | None = None
+        self.bridge: MetricsBridge | None = None  # made at the first line whose framework is known
         self._parser = ExpositionParser(max_label_value_length=max_label_value_length)
         self._splitter = LineSplitter()
         self._interval = interval_s
@@ -90,6 +92,29 @@ class BridgedLines:
 
     def _now(self) -> float:
         return self._t
+
+    @property
+    def framework(self) -> str | None:
+        """The framework the lines are read as (None while no line has told)."""
+        return None if self.bridge is None else self.bridge.framework
+
+    def _bridge_for(self, entry: Entry, batch: Batch) -> MetricsBridge | None:
+        """The bridge, made at the first line whose framework is known (given, or detected from its keys).
+
+        Its exporters are read out once just before that line, all at zero: the file holds the run from
+        its start, so the first step, sync and rollouts count in every rate and window like the rest.
+        """
+        if self.bridge is None:
+            name = self._framework or detect(k for k in entry.metrics if isinstance(k, str))
+            if name is None:
+                return None
+            self.registry = CollectorRegistry()
+            loop = Colocated(run=self._run, gpus=self._gpus or 0, registry=self.registry, clock=self._now,
+                             wall_clock=self._now)
+            self.bridge = MetricsBridge(name, trainer=loop.trainer, rollouts=loop.rollouts, evals=loop.evals)
+            self._first = self._t
+            self._emit(self._t - _BEFORE_FIRST_S, batch)
+        return self.bridge
 
     def consume(self, read: TailRead, *, now: float) -> Batch:
         """The samples ``read``'s complete lines and the registry at ``now`` make (``now``: the read's time)."""
@@ -127,10 +152,11 @@ class BridgedLines:
         for i, entry in enumerate(entries):
             t = fallback if entry.time is None else min(entry.time, now)
             self._t = t if self._stamp is None else max(t, self._stamp)
-            if self._first is None:
-                self._first = self._t
-            self.bridge.log(entry.metrics, step=entry.step)
             self.seen_lines = True
+            bridge = self._bridge_for(entry, batch)
+            if bridge is None:
+                continue
+            bridge.log(entry.metrics, step=entry.step)
             following = entries[i + 1] if i + 1 < len(entries) else None
             if self._t >= now - self._history and not self._same_slot(following, now=now, fallback=fallback):
                 self._emit(self._t, batch)
@@ -145,8 +171,8 @@ class BridgedLines:
     def _emit(self, stamp: float, batch: Batch) -> None:
         if self._stamp is not None and stamp <= self._stamp:
             return
-        if self.bridge.framework is None:
-            return  # no line read yet is recognisably a framework's: no series (the registry's zeros are no one's)
+        if self.registry is None:
+            return  # no line read yet is recognisably a framework's: no series (zeros would be no one's)
         self._stamp = stamp
         text = generate_latest(self.registry).decode("utf-8")
         samples = [self._own(s) for s in self._parser.parse(text, openmetrics=False) if s.name not in self._dropped]

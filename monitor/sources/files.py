@@ -89,7 +89,7 @@ class FileSource(Poller[_FileState]):
         return tuple(self._health(st) for st in self._states)
 
     def _health(self, st: _FileState) -> TargetHealth:
-        recognised = st.lines.bridge.framework is not None if st.lines.seen_lines else None
+        recognised = st.lines.framework is not None if st.lines.seen_lines else None
         return TargetHealth(name=st.target.name, url=st.target.url, role=st.target.role, up=st.up,
                             last_scrape=st.last_attempt, last_success=st.last_success, scrape_seconds=st.seconds,
                             samples=st.samples, series=self._store.series_count(st.target.name),
