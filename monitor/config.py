@@ -488,7 +488,7 @@ def load_settings(
         if value is not None:
             kwargs[name] = cli.number(value, flag, positive=True)
             origin[name] = (_CLI, flag)
-    _cli_source(cli, kwargs, urls=urls, prometheus_url=prometheus_url, framework=framework)
+    _cli_source(cli, kwargs, urls=urls, prometheus_url=prometheus_url)
     if framework is not None:
         kwargs["targets"] = _with_framework(cli, kwargs.get("targets", ()), framework)
     if run is not None:
@@ -509,8 +509,7 @@ def load_settings(
     return settings
 
 
-def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], prometheus_url: str | None,
-                framework: str | None = None) -> None:
+def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], prometheus_url: str | None) -> None:
     """``--prometheus`` or the URLs, in place of the file's source."""
     if urls and prometheus_url is not None:
         raise cli.error("--prometheus", "either /metrics URLs or --prometheus, not both (ptmon reads the targets "
@@ -526,8 +525,7 @@ def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], pr
         targets = []
         for i, url in enumerate(urls):
             try:
-                targets.append(target_from_path(url, framework=framework) if is_path_argument(url)
-                               else target_from_url(url))
+                targets.append(target_from_path(url) if is_path_argument(url) else target_from_url(url))
             except ValueError as exc:
                 raise cli.error(f"URL {i + 1}", str(exc), _without_credentials(url)) from None
         seen: set[str] = set()
