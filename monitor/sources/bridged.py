@@ -14,7 +14,9 @@ the line's, not the read's), the registry is read out after the last line of
 each interval (so a backlog lands in the store spread over the times it was
 written, as a scrape would have seen it, and the window's rates, quantiles
 and sync times count it), and once more at the read itself (gauges as of now,
-as a scrape's are). Stamps only move forward.
+as a scrape's are; not while a backlog is still being read, whose next lines
+are older). Stamps only move forward. A backlog older than the store holds at
+this interval is logged (totals) but not read out.
 
 What is not the file's own is left out: ptmon's GPU and price series unless
 the run's GPU count is given (a metrics file says nothing of GPUs: without
@@ -133,7 +135,8 @@ class BridgedLines:
                     entries.append(entry)
         fallback = min(now, read.mtime) if read.mtime is not None else now
         self._log(_by_step(entries), now=now, fallback=fallback, batch=batch)
-        self._emit(now, batch)
+        if not read.more:  # caught up: the registry as of now
+            self._emit(now, batch)
         return batch
 
     def _decode(self, line: bytes | None, batch: Batch) -> Entry | None:
@@ -162,7 +165,7 @@ class BridgedLines:
                 self._emit(self._t, batch)
 
     def _same_slot(self, following: Entry | None, *, now: float, fallback: float) -> bool:
-        """Whether the next line falls in the same interval as the one just logged (read out once for both)."""
+        """Whether the next line falls in the same slot as the one just logged (read out once for both)."""
         if following is None:
             return False
         t = fallback if following.time is None else min(following.time, now)

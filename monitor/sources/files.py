@@ -14,9 +14,10 @@ was read stays in the store); a last line with no newline yet waits for the
 rest. The data age is the time since the last good read (the file said
 what it had then), and the trainer's last step is the last line's time.
 
-File reads block, so each poll runs in a worker thread; one that outlasts
-the fetch deadline (a hung network filesystem) fails the poll, and the next
-poll waits for it rather than reading the file twice at once.
+File reads block, so each poll runs in a worker thread, reading at most
+1 MiB (about a second's work: a long backlog is caught up over a few polls). A read that outlasts
+the fetch deadline is waited for by the next poll rather than started twice;
+one still running after 30 s (a hung network filesystem) fails the target.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from ptmon.monitor.store import Store
 
 __all__ = ["FileSource", "file_targets"]
 
+_READ_BYTES = 2**20  # per poll: a backlog is read over several polls, each about a second's work
+_HUNG_S = 30.0
+
 
 def file_targets(targets: Sequence[Target]) -> list[Target]:
     return [t for t in targets if t.path is not None]
@@ -51,6 +55,7 @@ class _FileState(PollState):
     tail: Tail
     lines: BridgedLines
     reading: asyncio.Future[tuple[TailRead, Batch]] | None = None
+    reading_since: float = 0.0  # perf_counter() when the read in flight began
     last_success: float | None = None
     samples: int = 0
     malformed: int = 0
@@ -78,7 +83,8 @@ class FileSource(Poller[_FileState]):
             lines = BridgedLines(path=t.path, framework=t.framework, interval_s=self._interval, history_s=history,
                                  gpus=t.gpus if t.gpus is not None else _env_gpus(),
                                  max_label_value_length=max_label_value_length)
-            self._states.append(_FileState(target=t, tail=Tail(t.path, max_bytes=max_body_bytes), lines=lines))
+            tail = Tail(t.path, max_bytes=min(max_body_bytes, _READ_BYTES))
+            self._states.append(_FileState(target=t, tail=tail, lines=lines))
 
     @classmethod
     def from_settings(cls, settings: Settings, *, store: Store, clock: Callable[[], float] = time.time) -> FileSource:
@@ -95,6 +101,17 @@ class FileSource(Poller[_FileState]):
                             samples=st.samples, series=self._store.series_count(st.target.name),
                             error=st.error if st.up is False else _notes(st), recognised=recognised)
 
+    async def scrape_once(self) -> None:
+        """Read every file now and return when what was read is stored (a long backlog: all of one read)."""
+        self._check_open()
+        await asyncio.gather(*(self._read_fully(st) for st in self._states))
+
+    async def _read_fully(self, st: _FileState) -> None:
+        await self._poll(st)
+        while st.reading is not None:  # outlasted the deadline: wait it out, then store it
+            await asyncio.wait((st.reading,))
+            await self._poll(st)
+
     async def aclose(self) -> None:
         await super().aclose()
         for st in self._states:
@@ -108,19 +125,21 @@ class FileSource(Poller[_FileState]):
         return [(f"ptmon-file:{st.target.name}", st) for st in self._states]
 
     async def _poll_locked(self, st: _FileState) -> None:
-        t0 = time.perf_counter()
         if st.reading is None:
+            st.reading_since = time.perf_counter()
             st.reading = asyncio.ensure_future(asyncio.to_thread(self._read, st, self._clock()))
         try:
             read, batch = await asyncio.wait_for(asyncio.shield(st.reading), self._deadline())
         except TimeoutError:
-            st.failed(f"reading the file took over {self._deadline():g} s (a slow or hung filesystem?)",
-                      at=self._clock(), seconds=time.perf_counter() - t0)
+            took = time.perf_counter() - st.reading_since
+            if took > _HUNG_S:  # a MiB of lines is mapped in a second or so; this long, the filesystem hangs
+                st.failed(f"reading the file has taken over {_HUNG_S:g} s (a hung filesystem?)", at=self._clock(),
+                          seconds=took)
             return
         finally:
             if st.reading is not None and st.reading.done():
                 st.reading = None
-        self._store_batch(st, read, batch, seconds=time.perf_counter() - t0)
+        self._store_batch(st, read, batch, seconds=time.perf_counter() - st.reading_since)
 
     @staticmethod
     def _read(st: _FileState, now: float) -> tuple[TailRead, Batch]:

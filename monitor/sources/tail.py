@@ -45,6 +45,7 @@ class TailRead:
     chunks: tuple[Chunk, ...]
     problem: str | None  # why the path could not be read now, in words; None when it was
     mtime: float | None  # the file's modification time at this read (unix seconds), if it was read
+    more: bool = False  # the read stopped at its size limit: the file holds more already
 
 
 def _reason(exc: OSError) -> str:
@@ -99,7 +100,7 @@ class Tail:
             budget -= len(old)
             chunks.append(Chunk(old))
             if budget <= 0:
-                return TailRead(tuple(c for c in chunks if c.data), None, st.st_mtime)
+                return TailRead(tuple(c for c in chunks if c.data), None, st.st_mtime, more=True)
             self.close()
         restart: str | None = None
         if self._fd is None:
@@ -119,7 +120,8 @@ class Tail:
             return TailRead(tuple(c for c in chunks if c.data), _reason(exc), None)
         if data or restart:
             chunks.append(Chunk(data, restart))
-        return TailRead(tuple(c for c in chunks if c.data or c.restart), None, st.st_mtime)
+        more = self._offset < size
+        return TailRead(tuple(c for c in chunks if c.data or c.restart), None, st.st_mtime, more=more)
 
     def _open(self) -> None:
         fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))

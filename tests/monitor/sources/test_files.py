@@ -60,8 +60,7 @@ async def look(feed: LiveFeed, clock: FakeClock, *, at: float) -> tuple[Dashboar
 
 
 def last(feed: LiveFeed, name: str, **labels: str) -> float | None:
-    (target,) = feed.store.targets()
-    for series in feed.store.series(target, name):
+    for series in (s for target in feed.store.targets() for s in feed.store.series(target, name)):
         if all(series.labels.get(k) == v for k, v in labels.items()):
             point = series.last()
             return None if point is None else point[1]
@@ -235,3 +234,53 @@ async def test_a_verl_file_takes_its_time_from_the_files_mtime(tmp_path: Path) -
     assert d.run == "exp"
     assert d.weight_sync_last_s == samples.SYNC  # timing_s/update_weights
     assert d.seconds_since_last_step == pytest.approx(5.0)  # the mtime: when the newest line landed
+
+
+async def test_an_hour_of_backlog_fills_the_windows_as_it_happened(tmp_path: Path) -> None:
+    f = tmp_path / "metrics.jsonl"
+    (*_, (time_dict, _)) = samples.prime_rl(1)[:5]  # the trainer's time dict: step time, sync
+    with f.open("w") as out:
+        for step in range(1, 3601):  # one step a second for an hour, read at the end of it
+            out.write(json.dumps({**time_dict, "step": step, "time": T0 + step}) + "\n")
+    clock = FakeClock(T0 + 3600.5)  # the hour window then starts before the zeros read out before step 1
+    t = target_from_path(str(f))
+    feed = LiveFeed(Settings(targets=(t,), interval_s=5.0, window_s=3600.0), clock=clock)
+    try:
+        await feed.collect_once()
+        minute = await feed.dashboard(window_s=60.0)
+        hour = await feed.dashboard(window_s=3600.0)
+    finally:
+        await feed.aclose()
+    (target,) = feed.store.targets()
+    # one read-out per 5 s interval the lines fall in (721), the zeros before the first, the read itself
+    assert len(feed.store.scrape_times(target)) == 3600 // 5 + 3
+    assert minute.steps_per_s == pytest.approx(1.0, rel=0.05)
+    assert hour.steps_per_s == pytest.approx(1.0, rel=0.05)
+    assert minute.weight_sync_count == pytest.approx(60, abs=5)
+    assert hour.weight_sync_count == 3600
+
+
+async def test_a_backlog_larger_than_one_read_is_caught_up_over_several(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ptmon.monitor.sources import files
+
+    monkeypatch.setattr(files, "_READ_BYTES", 4096)  # a few steps' lines per read
+    f = tmp_path / "metrics.jsonl"
+    write_steps(f, range(1, 21))
+    clock = FakeClock(step_time(20) + 1)
+    feed = feed_on(f, clock)
+    try:
+        reads = 0
+        while last(feed, TRAINER_STEPS.name) != 20:
+            await feed.collect_once()
+            reads += 1
+            assert reads < 50
+        d = await feed.dashboard(window_s=300.0)
+    finally:
+        await feed.aclose()
+    assert reads > 3
+    (target,) = feed.store.targets()
+    times = feed.store.scrape_times(target)
+    assert times == sorted(times) and times[-1] == step_time(20) + 1
+    assert times[-2] < step_time(20) + 1 - 0.5  # the lines kept their own times: none squashed onto a read's
+    assert d.weight_sync_count == 20
