@@ -461,9 +461,9 @@ def run_watch(args: argparse.Namespace) -> int:
         return 2
     if not settings.targets and settings.prometheus is None:
         print(
-            "usage: ptmon watch URL [URL ...] | --config FILE | --prometheus URL\n"
-            "ptmon watch: no targets: give /metrics URLs (host:port is enough), --prometheus URL, "
-            "or a ptmon.toml with [[targets]]",
+            "usage: ptmon watch URL|FILE.jsonl [...] | --config FILE | --prometheus URL\n"
+            "ptmon watch: no targets: give /metrics URLs (host:port is enough) or JSONL metrics files, "
+            "--prometheus URL, or a ptmon.toml with [[targets]]",
             file=sys.stderr,
         )
         return 2

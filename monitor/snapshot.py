@@ -243,8 +243,8 @@ def run_snapshot(args: argparse.Namespace) -> int:
         print(f"ptmon snapshot: {safe(str(exc))}", file=sys.stderr)
         return 2
     if not settings.targets and settings.prometheus is None:
-        print("ptmon snapshot: no targets: give /metrics URLs, --prometheus URL, or a --config with [[targets]]",
-              file=sys.stderr)
+        print("ptmon snapshot: no targets: give /metrics URLs or JSONL metrics files, --prometheus URL, or a "
+              "--config with [[targets]]", file=sys.stderr)
         return 2
     from ptmon.monitor.events import EventsFeed, events_json
 
