@@ -95,6 +95,10 @@ class BridgedLines:
     def _now(self) -> float:
         return self._t
 
+    def set_interval(self, interval_s: float, *, history_s: float) -> None:
+        """Read out at this step from the next read on (a float each: safe beside a read in its thread)."""
+        self._interval, self._history = interval_s, history_s
+
     @property
     def framework(self) -> str | None:
         """The framework the lines are read as (None while no line has told)."""

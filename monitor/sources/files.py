@@ -101,6 +101,12 @@ class FileSource(Poller[_FileState]):
                             samples=st.samples, series=self._store.series_count(st.target.name),
                             error=st.error if st.up is False else _notes(st), recognised=recognised)
 
+    def set_interval(self, interval_s: float) -> None:
+        """The new interval, also the step the lines from now on are read out at (and the history it keeps)."""
+        super().set_interval(interval_s)
+        for st in self._states:
+            st.lines.set_interval(self._interval, history_s=self._store.capacity * self._interval)
+
     async def scrape_once(self) -> None:
         """Read every file now and return when what was read is stored (a long backlog: all of one read)."""
         self._check_open()

@@ -284,3 +284,20 @@ async def test_a_backlog_larger_than_one_read_is_caught_up_over_several(tmp_path
     assert times == sorted(times) and times[-1] == step_time(20) + 1
     assert times[-2] < step_time(20) + 1 - 0.5  # the lines kept their own times: none squashed onto a read's
     assert d.weight_sync_count == 20
+
+
+async def test_the_read_out_step_follows_the_interval(tmp_path: Path) -> None:
+    f = tmp_path / "metrics.jsonl"
+    (*_, (time_dict, _)) = samples.prime_rl(1)[:5]
+    clock = FakeClock(T0 + 101)
+    feed = feed_on(f, clock)
+    try:
+        feed.set_interval(10.0)
+        with f.open("w") as out:
+            for step in range(1, 101):  # a step a second
+                out.write(json.dumps({**time_dict, "step": step, "time": T0 + step}) + "\n")
+        await feed.collect_once()
+    finally:
+        await feed.aclose()
+    (target,) = feed.store.targets()
+    assert len(feed.store.scrape_times(target)) == 100 // 10 + 3  # 10 s slots (11 hit), the zeros, the read
