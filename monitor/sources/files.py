@@ -14,10 +14,12 @@ was read stays in the store); a last line with no newline yet waits for the
 rest. The data age is the time since the last good read (the file said
 what it had then), and the trainer's last step is the last line's time.
 
-File reads block, so each poll runs in a worker thread, reading at most
-1 MiB (about a second's work: a long backlog is caught up over a few polls). A read that outlasts
-the fetch deadline is waited for by the next poll rather than started twice;
-one still running after 30 s (a hung network filesystem) fails the target.
+File reads block, so each poll runs in a daemon thread of its own, reading
+at most 1 MiB (about a second's work: a long backlog is caught up over a few
+polls). A read that outlasts the fetch deadline is waited for by the next
+poll rather than started twice; one still running after 30 s (a hung network
+filesystem) fails the target, and closing the source (quitting) never waits
+for it.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ptmon.exporters import schema
 from ptmon.exporters._defaults import ENV_GPUS
@@ -41,6 +45,7 @@ from ptmon.monitor.store import Store
 
 __all__ = ["FileSource", "file_targets"]
 
+R = TypeVar("R")
 _READ_BYTES = 2**20  # per poll: a backlog is read over several polls, each about a second's work
 _HUNG_S = 30.0
 
@@ -121,9 +126,8 @@ class FileSource(Poller[_FileState]):
     async def aclose(self) -> None:
         await super().aclose()
         for st in self._states:
-            if st.reading is not None and not st.reading.done():
-                await asyncio.wait((st.reading,))  # a read in a thread cannot be cancelled: let it end
-            st.tail.close()
+            if st.reading is None or st.reading.done():
+                st.tail.close()  # else its thread still reads: the descriptor goes with the process
 
     # -- one file's read -------------------------------------------------------------------------------
 
@@ -133,7 +137,7 @@ class FileSource(Poller[_FileState]):
     async def _poll_locked(self, st: _FileState) -> None:
         if st.reading is None:
             st.reading_since = time.perf_counter()
-            st.reading = asyncio.ensure_future(asyncio.to_thread(self._read, st, self._clock()))
+            st.reading = _in_daemon_thread(self._read, st, self._clock(), name=f"ptmon-file:{st.target.name}")
         try:
             read, batch = await asyncio.wait_for(asyncio.shield(st.reading), self._deadline())
         except TimeoutError:
@@ -167,6 +171,34 @@ class FileSource(Poller[_FileState]):
             return
         st.answered(at=at, seconds=seconds)
         st.last_success = at
+
+
+def _in_daemon_thread(fn: Callable[..., R], *args: object, name: str) -> asyncio.Future[R]:
+    """``fn(*args)`` in a daemon thread, as a future of the running loop: unlike ``asyncio.to_thread``'s
+    executor, a thread stuck in a hung filesystem is not waited for when the program exits."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[R] = loop.create_future()
+
+    def settle(result: R | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def run() -> None:
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting poll, which reports it
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop closed while this read ran: nobody waits for it
+            pass
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
 
 
 def _env_gpus() -> float | None:

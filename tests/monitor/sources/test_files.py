@@ -301,3 +301,43 @@ async def test_the_read_out_step_follows_the_interval(tmp_path: Path) -> None:
         await feed.aclose()
     (target,) = feed.store.targets()
     assert len(feed.store.scrape_times(target)) == 100 // 10 + 3  # 10 s slots (11 hit), the zeros, the read
+
+
+async def test_a_hung_read_fails_the_target_after_a_while_and_never_holds_up_closing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import threading
+    import time
+
+    from ptmon.monitor.sources import files
+    from ptmon.monitor.sources.tail import Tail
+    from ptmon.monitor.store import Store
+
+    monkeypatch.setattr(files, "_HUNG_S", 1.5)
+    release = threading.Event()
+    read = Tail.read
+
+    def hung(self: Tail) -> object:
+        release.wait(10.0)  # a network filesystem that stopped answering
+        return read(self)
+
+    monkeypatch.setattr(Tail, "read", hung)
+    f = tmp_path / "metrics.jsonl"
+    write_steps(f, range(1, 2))
+    source = files.FileSource([target_from_path(str(f))], store=Store(), interval_s=0.2, timeout_s=0.1)
+    try:
+        await source.start()
+        await asyncio.sleep(0.3)
+        (health,) = source.health()
+        assert health.up is None  # past the deadline, but a backlog takes a while: not judged yet
+        deadline = time.monotonic() + 5.0
+        while source.health()[0].up is not False and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        (health,) = source.health()
+        assert health.up is False
+        assert health.error == "reading the file has taken over 1.5 s (a hung filesystem?)"
+        began = time.monotonic()
+        await source.aclose()
+        assert time.monotonic() - began < 1.0  # quitting does not wait for the stuck thread
+    finally:
+        release.set()
