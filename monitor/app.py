@@ -508,15 +508,16 @@ def run_watch(args: argparse.Namespace) -> int:
             window_s=args.window,
             timeout_s=args.timeout,
             prometheus_url=getattr(args, "prometheus", None), run=getattr(args, "run", None),
+            framework=getattr(args, "framework", None),
         )
     except ConfigError as exc:
         print(f"ptmon watch: {safe(str(exc))}", file=sys.stderr)
         return 2
     if not settings.targets and settings.prometheus is None:
         print(
-            "usage: ptmon watch URL [URL ...] | --config FILE | --prometheus URL\n"
-            "ptmon watch: no targets: give /metrics URLs (host:port is enough), --prometheus URL, "
-            "or a ptmon.toml with [[targets]]",
+            "usage: ptmon watch URL|FILE.jsonl [...] | --config FILE | --prometheus URL\n"
+            "ptmon watch: no targets: give /metrics URLs (host:port is enough) or JSONL metrics files, "
+            "--prometheus URL, or a ptmon.toml with [[targets]]",
             file=sys.stderr,
         )
         return 2

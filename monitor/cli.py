@@ -69,8 +69,12 @@ def _interval(text: str) -> float:
 
 def _add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("urls", nargs="*", metavar="[NAME=]URL",
-                   help="/metrics URLs to scrape (host:port is enough); NAME= names the target "
-                        "(trainer=localhost:9100)")
+                   help="/metrics URLs to scrape (host:port is enough), or JSONL metrics files to tail "
+                        "(prime-rl's metrics.jsonl, verl's file logger: a path, or any name ending in .jsonl); "
+                        "NAME= names the target (trainer=localhost:9100)")
+    p.add_argument("--framework", metavar="NAME",
+                   help="the framework that writes the metrics files given (prime-rl, verl, ...; default: "
+                        "detected from the keys)")
     p.add_argument("--config", "-c", metavar="FILE",
                    help="ptmon.toml with targets, prices and thresholds (default: ./ptmon.toml, else "
                         "$PTMON_CONFIG, else ~/.config/ptmon/ptmon.toml; the screen says which it read)")

@@ -19,7 +19,9 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from ptmon.exporters.bridges import FRAMEWORKS
 from ptmon.exporters.schema import ROLES
+from ptmon.monitor.file_target import is_path_argument, target_from_path
 from ptmon.monitor.settings import (
     MIN_INTERVAL_S,
     PROMETHEUS_MAX_BODY_BYTES,
@@ -42,6 +44,7 @@ _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_
 _EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
 _TARGET_KEYS = frozenset({"name", "url", "role", "bearer_token_file", "basic_auth", "ca_file", "verify_tls"})
 _PROMETHEUS_KEYS = _TARGET_KEYS - {"role"}
+_FILE_TARGET_KEYS = frozenset({"name", "path", "framework", "role", "gpus"})  # a metrics file, tailed
 _BASIC_KEYS = frozenset({"username", "password", "password_file"})
 _THRESHOLD_KEYS = tuple(f.name for f in fields(Thresholds))
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -169,10 +172,15 @@ def target_from_arg(text: str) -> tuple[Target, bool]:
     """
     name, sep, rest = text.partition("=")
     if not sep or not _ARG_NAME_RE.fullmatch(name):
-        return target_from_url(text), False
+        return _target_from(text), False
     if not rest.strip():
         raise ValueError(f"a URL after {name}= (NAME=URL, like {name}=localhost:9100)")
-    return replace(target_from_url(rest), name=name), True
+    return replace(_target_from(rest), name=name), True
+
+
+def _target_from(text: str) -> Target:
+    """A metrics file to tail where the argument names one, else an endpoint to scrape."""
+    return target_from_path(text) if is_path_argument(text) else target_from_url(text)
 
 
 def distinct_names(targets: Sequence[Target], *, keep: Sequence[bool] = ()) -> list[Target]:
@@ -328,6 +336,8 @@ def _basic_auth(r: _Reader, raw: object, key: str, base: str) -> tuple[str, str]
 def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[str] = _TARGET_KEYS,
             from_url: Callable[[str], Target] = target_from_url) -> Target:
     t = r.table(raw, key)
+    if "path" in t and allowed is _TARGET_KEYS:
+        return _file_target(r, t, key, base)
     r.no_unknown(t, allowed, key)
     if "url" not in t:
         raise r.error(f"{key}.url", "a URL (required)", show_got=False)
@@ -355,6 +365,21 @@ def _target(r: _Reader, raw: object, key: str, base: str, *, allowed: frozenset[
     verify = r.boolean(t["verify_tls"], f"{key}.verify_tls") if "verify_tls" in t else True
     return Target(name=name, url=parsed.url, role=role, bearer_token_file=bearer, basic_auth=basic,
                   ca_file=ca_file, verify_tls=verify)
+
+
+def _file_target(r: _Reader, t: Mapping[str, Any], key: str, base: str) -> Target:
+    """``[[targets]]`` with ``path``: a JSONL metrics file (relative to the config file), ``framework`` optional."""
+    r.no_unknown(t, _FILE_TARGET_KEYS, key)
+    path = r.string(t["path"], f"{key}.path")
+    framework = r.string(t["framework"], f"{key}.framework") if "framework" in t else None
+    try:
+        target = target_from_path(path, framework=framework, base=base)
+    except ValueError as exc:
+        raise r.error(f"{key}.framework", str(exc), show_got=False) from None
+    name = r.string(t["name"], f"{key}.name") if "name" in t else target.name
+    role = r.role(t["role"], f"{key}.role") if "role" in t else None
+    gpus = r.number(t["gpus"], f"{key}.gpus", nonneg=True) if "gpus" in t else None
+    return replace(target, name=name, role=role, gpus=gpus)
 
 
 def _without_credentials(url: str) -> str:
@@ -492,6 +517,7 @@ def load_settings(
     timeout_s: float | None = None,
     prometheus_url: str | None = None,
     run: str | None = None,
+    framework: str | None = None,
 ) -> Settings:
     """Settings from ``config_path`` (optional) with command-line values on top.
 
@@ -516,6 +542,8 @@ def load_settings(
             kwargs[name] = cli.number(value, flag, positive=True)
             origin[name] = (_CLI, flag)
     _cli_source(cli, kwargs, urls=urls, prometheus_url=prometheus_url)
+    if framework is not None:
+        kwargs["targets"] = _with_framework(cli, kwargs.get("targets", ()), framework)
     if run is not None:
         if not run:
             raise cli.error("--run", "a run name (the run label of the targets' run info)", run)
@@ -561,6 +589,17 @@ def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], pr
                 raise cli.error(f"URL {i + 1}", f"each target once ({t.name} is given twice)", show_got=False)
             seen.add(t.name)
         kwargs["targets"] = tuple(targets)
+
+
+def _with_framework(cli: _Reader, targets: Sequence[Target], framework: str) -> tuple[Target, ...]:
+    """``--framework`` on every metrics file target that names none; refused when there is no file target."""
+    if framework not in FRAMEWORKS:
+        raise cli.error("--framework", "one of " + ", ".join(FRAMEWORKS), framework)
+    if not any(t.path is not None for t in targets):
+        raise cli.error("--framework", "a metrics file among the targets to read with it (a path such as "
+                        "outputs/run/metrics.jsonl)", framework)
+    chosen = None if framework == "auto" else framework
+    return tuple(replace(t, framework=chosen) if t.path is not None and t.framework is None else t for t in targets)
 
 
 def _check_timing(settings: Settings, origin: Mapping[str, tuple[str, str]]) -> None:

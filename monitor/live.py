@@ -22,6 +22,8 @@ from ptmon.monitor.detail import ScrapeLog, TargetDetail, build_detail
 from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.sources.base import Source
+from ptmon.monitor.sources.combined import Sources
+from ptmon.monitor.sources.files import FileSource, file_targets
 from ptmon.monitor.sources.prometheus import PrometheusSource
 from ptmon.monitor.sources.scrape import Scraper
 from ptmon.monitor.store import Store
@@ -55,7 +57,7 @@ class LiveFeed:
             self._scraper = self._prometheus = PrometheusSource.from_settings(
                 settings, store=self.store, transport=transport, clock=clock)
         else:
-            self._scraper = Scraper.from_settings(settings, store=self.store, transport=transport, clock=clock)
+            self._scraper = _direct(settings, store=self.store, transport=transport, clock=clock)
         # ``evals``: the run's evals from before this monitor started (a recording's), to go on from.
         self._evals = evals if evals is not None else EvalLog()
         self._baseline: Baseline | None = None
@@ -143,3 +145,16 @@ class LiveFeed:
 
     async def aclose(self) -> None:
         await self._scraper.aclose()
+
+
+def _direct(settings: Settings, *, store: Store, transport: httpx.AsyncBaseTransport | None,
+            clock: Callable[[], float]) -> Source:
+    """The endpoints scraped and the metrics files tailed (``Target.path``), one source for both kinds."""
+    files = file_targets(settings.targets)
+    endpoints = tuple(t for t in settings.targets if t.path is None)
+    scraper = Scraper.from_settings(replace(settings, targets=endpoints), store=store, transport=transport,
+                                    clock=clock)
+    if not files:
+        return scraper
+    tails = FileSource.from_settings(settings, store=store, clock=clock)
+    return Sources((scraper, tails), names=[t.name for t in settings.targets]) if endpoints else tails

@@ -168,6 +168,11 @@ class Target:
     basic_auth: tuple[str, str] | None = None  # (username, password)
     ca_file: str | None = None
     verify_tls: bool = True
+    # A JSONL metrics file instead of an endpoint (``url`` is then the path as shown): tailed, each line read
+    # with ``framework``'s map (None: detected from the keys), by ``ptmon.monitor.sources.files``.
+    path: str | None = None
+    framework: str | None = None
+    gpus: float | None = None  # a file target's run's GPUs (None: PTMON_GPUS, else its spend is unknown)
 
 
 @dataclass(frozen=True, slots=True)

@@ -298,13 +298,14 @@ def run_snapshot(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(config_path=args.config, urls=args.urls, interval_s=args.interval,
                                  window_s=args.window, timeout_s=args.timeout,
-                                 prometheus_url=getattr(args, "prometheus", None), run=getattr(args, "run", None))
+                                 prometheus_url=getattr(args, "prometheus", None), run=getattr(args, "run", None),
+                                 framework=getattr(args, "framework", None))
     except ConfigError as exc:
         print(f"ptmon snapshot: {safe(str(exc))}", file=sys.stderr)
         return 2
     if not settings.targets and settings.prometheus is None:
-        print("ptmon snapshot: no targets: give /metrics URLs, --prometheus URL, or a --config with [[targets]]",
-              file=sys.stderr)
+        print("ptmon snapshot: no targets: give /metrics URLs or JSONL metrics files, --prometheus URL, or a "
+              "--config with [[targets]]", file=sys.stderr)
         return 2
     from ptmon.monitor.events import EventsFeed, events_json
 

@@ -72,7 +72,7 @@ async def record(feed: RecordingFeed, *, duration_s: float | None = None,
 def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(config_path=args.config, urls=args.urls, interval_s=args.interval, window_s=args.window,
                          timeout_s=args.timeout, prometheus_url=getattr(args, "prometheus", None),
-                         run=getattr(args, "run", None))
+                         run=getattr(args, "run", None), framework=getattr(args, "framework", None))
 
 
 def run_record(args: argparse.Namespace) -> int:
