@@ -200,6 +200,7 @@ class PtmonApp(App[int]):
 
     def _fit_layout(self, width: int, height: int) -> None:
         self.query_one("#too-small", Static).update(too_small_text(width, height))
+        self.query_one(FittedFooter).fit(width)
         self.compact = width < WIDE_FROM[0]
         self.screen_layout = layout_for(width, height)
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from textual.app import ComposeResult
-from textual.events import Resize
-from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -27,28 +25,33 @@ def key_cells(key_display: str, description: str) -> int:
 
 
 class FittedFooter(Footer):
-    """A Footer that drops whole keys from the right instead of cropping one."""
+    """A Footer that hides whole keys from the right instead of cropping one.
+
+    Which keys show is decided from the terminal's width (``fit``, called by the app on every resize)
+    each time the keys are composed or the width changes: deciding inside ``compose`` from the footer's
+    own size went stale when resizes came fast (seen in tmux: "a ▏^p palette" after 120 -> 80 columns).
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self._width = 0
+        self._width = 0  # the terminal's width, as the app last said
 
     def compose(self) -> ComposeResult:
-        items: list[Widget] = list(super().compose())
-        palette = [item for item in items if item.has_class("-command-palette")]
-        room = (self.size.width or self.app.size.width) - (PALETTE_CELLS if palette else 0)
-        for item in items:
-            if item in palette:
-                continue
-            need = key_cells(item.key_display, item.description) if isinstance(item, FooterKey) else 0
-            if need > room:
-                break
-            room -= need
-            yield item
-        yield from palette
+        yield from super().compose()
+        self.call_after_refresh(self._refit)
 
-    def on_resize(self, event: Resize) -> None:
-        if event.size.width != self._width:
-            self._width = event.size.width
-            if self._bindings_ready:
-                self.call_after_refresh(self.recompose)
+    def fit(self, width: int) -> None:
+        self._width = width
+        self._refit()
+
+    def on_show(self) -> None:
+        self._refit()
+
+    def _refit(self) -> None:
+        keys = [key for key in self.query(FooterKey) if not key.has_class("-command-palette")]
+        palette = len(keys) < len(self.query(FooterKey))
+        room = (self._width or self.app.size.width) - (PALETTE_CELLS if palette else 0)
+        for key in keys:
+            need = key_cells(key.key_display, key.description)
+            key.display = need <= room
+            room = room - need if key.display else -1  # a prefix of the keys: none after the first that does not fit

@@ -149,11 +149,32 @@ async def test_the_footer_never_cuts_a_key(size: tuple[int, int]) -> None:
         palette = [k for k in keys if k.has_class("-command-palette")]
         assert len(palette) == 1
         bottom = screen_rows(app)[-1]
-        shown = [k for k in keys if k not in palette]
+        shown = [k for k in keys if k not in palette and k.display]
         assert [k.key_display for k in shown[:3]] == ["q", "p", "?"]  # help (and so every key) always reachable
         for key in shown:
             assert key.region.right <= palette[0].region.x, (key.key_display, key.region, palette[0].region)
             assert f"{key.key_display} {key.description}" in bottom, bottom
+
+
+async def test_the_footer_fits_again_after_resizes_behind_the_help_screen() -> None:
+    """Seen in tmux: 80x24 with ? open, resized to 120x40, closed, back to 80x24: "a ▏^p palette"."""
+    app = await incident()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.resize_terminal(120, 40)  # at once, as tmux sent them
+        for _ in range(3):
+            await pilot.pause(0.05)
+        await pilot.resize_terminal(80, 24)
+        for _ in range(3):
+            await pilot.pause(0.05)
+        keys = [k for k in app.query(FooterKey) if k.display]
+        palette = next(k for k in keys if k.has_class("-command-palette"))
+        assert all(k.region.right <= palette.region.x for k in keys if k is not palette)
+        bottom = screen_rows(app)[-1]
+        assert all(f"{k.key_display} {k.description}" in bottom for k in keys if k is not palette), bottom
 
 
 # Everything compact the screen shows that a person has to look up.
