@@ -4,8 +4,9 @@ A table wider than its box used to be cropped at the border, so the last
 visible column lost its tail (a reward of 0.44 read ``0.``, a header
 ``rewar``). :func:`fit_columns` decides instead, in this order, until the row
 fits: short labels for the columns that have one, then the free-text columns
-(an error, a URL, a message) narrowed to their floor (their cells then end in
-``…``), then whole columns dropped, lowest priority first. A number column is
+(an error, a message, a name) narrowed towards their floor, lowest priority
+first (their cells then end in ``…``), then whole columns dropped, lowest
+priority first; a column below EXTRA_BELOW (the URL) goes before any text is cut. A number column is
 shown whole or not at all.
 """
 
@@ -14,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["ColumnFit", "Fitted", "fit_columns", "row_width"]
+__all__ = ["EXTRA_BELOW", "ColumnFit", "Fitted", "fit_columns", "row_width"]
+
+EXTRA_BELOW = 3  # a column of lower priority (a URL, known from the config) is dropped before text is cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,14 @@ def _natural(columns: Sequence[ColumnFit], short: bool) -> list[int]:
     return [max(c.short if short else c.label, c.cells) for c in columns]
 
 
+def _drop(widths: list[int], order: Sequence[int], room: int, gap: int) -> None:
+    """Drop whole columns in ``order`` until the row fits ``room``."""
+    for i in order:
+        if row_width(widths, gap) <= room:
+            return
+        widths[i] = 0
+
+
 def fit_columns(columns: Sequence[ColumnFit], room: int, *, gap: int = 2) -> Fitted:
     """The columns and widths that fit ``room`` cells; the highest-priority column always stays."""
     everything = tuple(range(len(columns)))
@@ -53,18 +64,18 @@ def fit_columns(columns: Sequence[ColumnFit], room: int, *, gap: int = 2) -> Fit
         if row_width(widths, gap) <= room:
             return Fitted(everything, tuple(widths), short)
     widths = _natural(columns, True)
-    for i, column in enumerate(columns):  # free text gives way before any column goes
-        if column.floor is not None:
-            over = row_width(widths, gap) - room
-            if over > 0:
-                widths[i] = max(min(widths[i], max(column.floor, column.short)), widths[i] - over)
     by_priority = sorted(everything, key=lambda i: (columns[i].priority, -i))
-    for i in by_priority[:-1]:  # the lowest first; the last one standing is never dropped
-        if row_width(widths, gap) <= room:
-            break
-        widths[i] = 0
+    extras = [i for i in by_priority[:-1] if columns[i].priority < EXTRA_BELOW]
+    _drop(widths, extras, room, gap)  # what the config already says (a URL) goes before any text is cut
+    for i in by_priority:  # free text gives way, lowest priority first, before any other column goes
+        column = columns[i]
+        over = row_width(widths, gap) - room
+        if column.floor is not None and widths[i] and over > 0:
+            widths[i] = max(min(widths[i], max(column.floor, column.short)), widths[i] - over)
+    _drop(widths, by_priority[:-1], room, gap)  # the lowest first; the last one standing is never dropped
     natural = _natural(columns, True)
-    for i, column in enumerate(columns):  # space a dropped column left goes back to narrowed text
+    for i in reversed(by_priority):  # space a dropped column left goes back to narrowed text, highest first
+        column = columns[i]
         spare = room - row_width(widths, gap)
         if column.floor is not None and widths[i] and spare > 0:
             widths[i] = min(natural[i], widths[i] + spare)

@@ -39,3 +39,12 @@ def test_a_tiny_box_keeps_the_first_column_and_numbers_stay_whole_or_go() -> Non
         if COLUMNS[i].floor is None:
             assert fitted.widths[i] >= COLUMNS[i].cells
     assert row_width(fitted.widths, 2) <= 14 or fitted.shown == (0,)
+
+
+def test_the_url_goes_before_a_name_or_an_error_is_cut() -> None:
+    """Seen against Prometheus: the target name and "down according to Prome…" cut while the URL stayed."""
+    long_name = ColumnFit(label=4, short=4, cells=15, priority=10, floor=12)
+    columns = (long_name, RATE, ERROR, URL)
+    room = row_width([15, 6, 44, 29], 2) - 5
+    fitted = fit_columns(columns, room)
+    assert fitted.shown == (0, 1, 2) and fitted.widths[:3] == (15, 6, 44)
