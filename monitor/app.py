@@ -28,7 +28,7 @@ from textual.containers import Horizontal, Vertical
 from textual.events import DescendantFocus, Key, Resize
 from textual.reactive import var
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input, Static
 
 from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.feed import Feed
@@ -43,6 +43,7 @@ from ptmon.monitor.widgets import (
     Chart,
     ChartData,
     DrawFailed,
+    FittedFooter,
     HeaderState,
     HelpScreen,
     SortFilterTable,
@@ -55,16 +56,34 @@ from ptmon.monitor.widgets import (
     card_rows,
 )
 
-__all__ = ["PtmonApp", "run_watch", "INTERVALS_S", "PANELS", "COMPACT_BELOW"]
+__all__ = ["PtmonApp", "run_watch", "INTERVALS_S", "PANELS", "MIN_SIZE", "WIDE_FROM", "TALL_FROM", "Layout",
+           "layout_for"]
 
 INTERVALS_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # the + / - steps
 PANELS = ("targets", "workers", "alerts")
-COMPACT_BELOW = (120, 36)  # narrower or shorter than this: one table at a time, sparklines for charts
+MIN_SIZE = (80, 24)  # below this: "terminal too small"
+WIDE_FROM = (120, 36)  # from this wide and tall: cards, three charts, targets beside workers, alerts below
+TALL_FROM = 44  # narrower than WIDE_FROM but this tall: the charts, and the three tables stacked
+
+# too-small: only the message. compact (80x24 to 119x43): sparklines, one table at a time (alerts counted in
+# the header). tall (narrow, >= 44 rows): charts, tables stacked. short (wide, < 36 rows): sparklines, targets
+# beside workers, alerts below. wide: everything. Card labels take their short forms below 120 columns.
+Layout = Literal["too-small", "compact", "tall", "short", "wide"]
+LAYOUTS: tuple[Layout, ...] = ("too-small", "compact", "tall", "short", "wide")
+CHARTS_IN: frozenset[Layout] = frozenset({"tall", "wide"})  # braille charts; the others get sparklines
 
 
-def is_compact(width: int, height: int) -> bool:
-    """What the breakpoints below say about a terminal of this size (the app's trends follow it)."""
-    return width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]
+def layout_for(width: int, height: int) -> Layout:
+    """The layout of a terminal this size (app.tcss draws each one from the app's ``-layout-*`` class)."""
+    if width < MIN_SIZE[0] or height < MIN_SIZE[1]:
+        return "too-small"
+    if width >= WIDE_FROM[0]:
+        return "wide" if height >= WIDE_FROM[1] else "short"
+    return "tall" if height >= TALL_FROM else "compact"
+
+
+def too_small_text(width: int, height: int) -> str:
+    return f"terminal too small: need {MIN_SIZE[0]}x{MIN_SIZE[1]}, have {width}x{height}"
 
 
 def _step(values: tuple[float, ...], current: float, direction: int) -> float:
@@ -79,17 +98,17 @@ class PtmonApp(App[int]):
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "ptmon"
-    # The screen carries -narrow or -wide and -short or -tall; app.tcss lays out the compact screen
-    # (-narrow or -short) from them, so a resize changes no widget by hand.
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (COMPACT_BELOW[0], "-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (COMPACT_BELOW[1], "-tall")]
+    # The app carries one -layout-* class (layout_for); app.tcss lays out each layout from it, so a resize
+    # changes no widget by hand.
 
     # The screen's state; each watcher below holds the side effects of a change, so an action is one line.
     paused = var(False, init=False)  # the screen frozen; collection goes on
     interval_s = var(DEFAULT_INTERVAL_S, init=False)
     window_s = var(DEFAULT_WINDOW_S, init=False)
     active_panel = var("targets", init=False, always_update=True)  # the table keys act on (and shown when compact)
-    compact = var(False, init=False)  # sparklines instead of charts, short card labels
+    compact = var(False, init=False)  # below 120 columns: short card labels
+    screen_layout = var[Layout]("wide", init=False)  # layout_for the terminal's size
+    rates_from_zero = var(False, init=False)  # the rollouts chart's y axis starts at zero (z)
 
     BINDINGS = [
         Binding("q", "quit", "quit", tooltip="quit (Ctrl+C and Ctrl+Q too)"),
@@ -109,6 +128,7 @@ class PtmonApp(App[int]):
         Binding("w", "panel('workers')", "workers", tooltip="show the rollout workers table"),
         Binding("a", "panel('alerts')", "alerts", tooltip="show the alerts"),
         Binding("b", "baseline", "baseline", tooltip="set the intelligence-per-dollar baseline to now"),
+        Binding("z", "toggle_zero", "zero y", tooltip="rollouts chart: y axis from zero / fitted to the data"),
         Binding("e", "events", "events", show=False,
                 tooltip="the run's event log: alerts (start, end, duration), downs, restarts, syncs, evals"),
         Binding("plus", "interval(1)", "slower", key_display="+", tooltip="longer refresh interval"),
@@ -131,13 +151,16 @@ class PtmonApp(App[int]):
         thresholds: Thresholds | None = None,
         timeout_s: float | None = None,
         config_file: str | None = None,
+        time_scale: float = 1.0,
     ) -> None:
+        """``time_scale``: a demo's simulated seconds per real second (``ptmon demo --speed``), said in the header."""
         super().__init__()
         self.title = title
         self._config_file = config_file  # the ptmon.toml read, named in the targets table's title
         self._feed = feed
         self._clock = clock
         self.thresholds = thresholds or Thresholds()
+        self.time_scale = time_scale
         self._timeout_s = timeout_s  # the configured scrape timeout: the keys never pick an interval under it
         # The starting values, not changes: set without calling the watchers (nothing is mounted yet).
         self.set_reactive(PtmonApp.interval_s, interval_s)
@@ -154,6 +177,7 @@ class PtmonApp(App[int]):
     # layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        yield Static(too_small_text(*self.size), id="too-small", markup=False)
         yield StatusHeader(id="header")
         with Horizontal(id="cards"):
             for card, title in CARDS:
@@ -173,19 +197,26 @@ class PtmonApp(App[int]):
             yield AlertsTable(id="alerts")
         yield Input(placeholder="filter: type to keep matching rows, Enter keeps, Esc clears", id="filter",
                     compact=True)
-        yield Footer()
+        yield FittedFooter()
 
     def table(self, panel: str | None = None) -> SortFilterTable[Any]:
         return self.query_one(f"#{panel or self.active_panel}", SortFilterTable)
 
     def on_resize(self, event: Resize) -> None:
-        self.compact = is_compact(event.size.width, event.size.height)
+        self._fit_layout(event.size.width, event.size.height)
+
+    def _fit_layout(self, width: int, height: int) -> None:
+        self.query_one("#too-small", Static).update(too_small_text(width, height))
+        self.query_one(FittedFooter).fit(width)
+        self.compact = width < WIDE_FROM[0]
+        self.screen_layout = layout_for(width, height)
 
     # data --------------------------------------------------------------------------------
 
     async def on_mount(self) -> None:
         self._resume.install()
-        self.compact = is_compact(self.size.width, self.size.height)
+        self._fit_layout(*self.size)
+        self.watch_screen_layout(self.screen_layout)
         self.table().focus()
         try:
             await self._feed.start()
@@ -266,13 +297,15 @@ class PtmonApp(App[int]):
         frozen = None if self._frozen_at is None else self._clock() - self._frozen_at
         self.query_one(StatusHeader).show(
             HeaderState(self.dashboard, interval_s=self.interval_s, window_s=self.window_s,
-                        paused=self.paused, frozen_s=frozen, error=self._errors())
+                        paused=self.paused, frozen_s=frozen, error=self._errors(), time_scale=self.time_scale)
         )
 
     def _show_trends(self, d: Dashboard) -> None:
-        """Charts in the wide layout, sparklines in the compact one: only the visible ones are drawn."""
+        """Charts in the wide and tall layouts, sparklines in the others: only the visible ones are drawn."""
         bench = safe(d.benchmark) if d.benchmark else ""
-        if self.compact:
+        if self.screen_layout == "too-small":
+            return
+        if self.screen_layout not in CHARTS_IN:
             self.query_one("#spark-ipd", SparkCell).show(
                 [e.score for e in d.eval_curve], Text(f"{bench} {fmt_score(d.score)}".lstrip()))
             self.query_one("#spark-rollout", SparkCell).show(
@@ -296,8 +329,9 @@ class PtmonApp(App[int]):
         span = (d.now - d.window_s, d.now)
         ago = (f"-{fmt_window(d.window_s)}", "now")
         self.query_one("#chart-rollout", Chart).show(
-            ChartData(points=d.rollout_rate_series, x_range=span, marks=d.sync_events, x_labels=ago),
-            subtitle=f"{fmt_rate(d.rollout_rate_per_s)} · ╎ weight sync",
+            ChartData(points=d.rollout_rate_series, x_range=span, marks=d.sync_events, marks_on_axis=True,
+                      x_labels=ago, y_zero=self.rates_from_zero),
+            subtitle=f"{fmt_rate(d.rollout_rate_per_s)} · ╵ weight sync{' · y from 0' if self.rates_from_zero else ''}",
         )
         self.query_one("#chart-sync", Chart).show(
             ChartData(points=d.weight_sync_series, x_range=span, x_labels=ago, y_format=fmt_seconds,
@@ -328,6 +362,9 @@ class PtmonApp(App[int]):
         """The pair the config would accept (every 1m with a 1m window would not): the other one moves."""
         self.interval_s, self.window_s = fit_timing(interval_s, window_s, keep=keep, timeout_s=self._timeout_s,
                                                     intervals=INTERVALS_S, windows=WINDOWS_S)
+
+    def action_toggle_zero(self) -> None:
+        self.rates_from_zero = not self.rates_from_zero
 
     def action_baseline(self) -> None:
         self._feed.set_baseline_now()
@@ -477,9 +514,20 @@ class PtmonApp(App[int]):
         self.table(panel).focus()
 
     def watch_compact(self, compact: bool) -> None:
-        """Cards shorten their labels; the trends just shown are drawn again in the other form."""
+        """Cards shorten their labels below 120 columns."""
         for card in self.query(Card):
             card.compact = compact
+
+    def watch_screen_layout(self, layout: Layout) -> None:
+        """The app's -layout-* class (app.tcss); the trends are drawn again in the layout's form."""
+        self.set_class(True, f"-layout-{layout}")
+        for other in LAYOUTS:
+            if other != layout:
+                self.set_class(False, f"-layout-{other}")
+        if self.dashboard is not None:
+            self._show_trends(self.dashboard)
+
+    def watch_rates_from_zero(self) -> None:
         if self.dashboard is not None:
             self._show_trends(self.dashboard)
 

@@ -2,6 +2,7 @@
 
 from ptmon.monitor.widgets.cards import CARDS, Card, card_age, card_for_alert, card_level, card_rows
 from ptmon.monitor.widgets.chart import Chart, ChartData, plot
+from ptmon.monitor.widgets.footer import FittedFooter
 from ptmon.monitor.widgets.header import HeaderState, StatusHeader, header_text
 from ptmon.monitor.widgets.help import HelpScreen
 from ptmon.monitor.widgets.lines import DrawFailed
@@ -15,6 +16,7 @@ __all__ = [
     "Chart",
     "ChartData",
     "DrawFailed",
+    "FittedFooter",
     "HeaderState",
     "HelpScreen",
     "SortFilterTable",

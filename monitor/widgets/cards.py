@@ -34,6 +34,7 @@ __all__ = [
     "CARDS",
     "Card",
     "CardRow",
+    "SHORT_LABELS",
     "card_age",
     "card_for_alert",
     "card_level",
@@ -72,6 +73,10 @@ _SHORT = {
     "step time": "step",
     "last step": "last",
 }
+
+SHORT_LABELS = _SHORT  # what the help screen explains
+# A title keeps its full form when the short one would only repeat a label ("roll" over "roll 13.2/s").
+_SHORT_TITLES = {title: _SHORT[title] for title in ("intelligence/$", "weight sync", "staleness")}
 
 _RANK = {"ok": 0, "warn": 1, "critical": 2}
 
@@ -227,7 +232,7 @@ class Card(LineWidget):
         return self._rows
 
     def watch_compact(self, compact: bool) -> None:
-        self.border_title = _SHORT.get(self.title, self.title) if compact else self.title
+        self.border_title = _SHORT_TITLES.get(self.title, self.title) if compact else self.title
         self.invalidate()
 
     def lines(self, width: int, height: int) -> list[Text]:

@@ -36,6 +36,8 @@ class ChartData:
     points: tuple[Point, ...] = ()
     x_range: tuple[float, float] | None = None  # None: the points' own range
     marks: tuple[float, ...] = ()  # x positions drawn as vertical ticks (sync events, the baseline)
+    marks_on_axis: bool = False  # the marks as ╵ on the x-axis row instead: the line stays readable however many
+    y_zero: bool = False  # the y axis always includes zero (else it fits the data, from zero only when zero is near)
     hline: float | None = None  # y of a horizontal reference line (the baseline score)
     x_labels: tuple[str, str] = ("", "")
     y_format: Callable[[float], str] = fmt_num
@@ -122,12 +124,14 @@ def _x_range(data: ChartData, points: Sequence[Point]) -> tuple[float, float]:
     return x0, x1
 
 
-def _y_range(points: Sequence[Point], hline: float | None) -> tuple[float, float]:
-    """The y span drawn: the visible points and the reference line, from zero when zero is near."""
+def _y_range(points: Sequence[Point], hline: float | None, *, zero: bool = False) -> tuple[float, float]:
+    """The y span drawn: the visible points and the reference line, from zero when zero is near (or asked)."""
     ys = [y for _, y in points]
     ylo, yhi = min(ys), max(ys)
     if hline is not None and math.isfinite(hline):
         ylo, yhi = min(ylo, hline), max(yhi, hline)
+    if zero:
+        ylo, yhi = min(ylo, 0.0), max(yhi, 0.0)
     if yhi <= ylo:
         ylo, yhi = _widen(ylo, yhi, abs(yhi) * 0.1 or 1.0)
     if ylo >= 0 and ylo < 0.25 * yhi:
@@ -173,6 +177,29 @@ def _cells(mask_row: Sequence[int], row: int, mark_cols: set[int], hline_row: in
     return runs
 
 
+_MARK_SPACING = 6  # cells between vertical marks when they must share the plot with the line
+
+
+def _thinned(cols: set[int]) -> set[int]:
+    """Marks at least _MARK_SPACING cells apart (the first of each crowd kept): the line stays readable."""
+    kept: list[int] = []
+    for col in sorted(cols):
+        if not kept or col - kept[-1] >= _MARK_SPACING:
+            kept.append(col)
+    return set(kept)
+
+
+def _axis_row(axis: str, mark_cols: set[int], axis_style: str, mark_style: str) -> Text:
+    """The x-axis row (labels at its ends) with ╵ under each mark's plot column where no label is."""
+    row = Text()
+    for i, char in enumerate(axis):
+        if char == " " and i - 1 in mark_cols:  # axis[0] sits under the │, plot column c at c + 1
+            row.append("╵", style=mark_style)
+        else:
+            row.append(char, style=axis_style)
+    return row
+
+
 def plot(
     data: ChartData,
     *,
@@ -193,7 +220,7 @@ def plot(
     points = [(x, y) for x, y in points if x0 <= x <= x1]  # the y range is the visible points' range
     if not points:
         return _blank(data.empty, width, height, axis_style)
-    ylo, yhi = _y_range(points, data.hline)
+    ylo, yhi = _y_range(points, data.hline, zero=data.y_zero)
 
     top_label, bottom_label = data.y_format(yhi), data.y_format(ylo)
     gutter = max(len(top_label), len(bottom_label)) + 1
@@ -204,7 +231,9 @@ def plot(
         return Text("\n".join([""] * height))
     frame = _Frame(x0, x1, ylo, yhi, plot_w * 2, plot_h * 4)
     grid = _dots(points, frame, plot_w, plot_h)
-    mark_cols = {frame.dot_x(m) // 2 for m in data.marks if math.isfinite(m) and x0 <= m <= x1}
+    all_marks = {frame.dot_x(m) // 2 for m in data.marks if math.isfinite(m) and x0 <= m <= x1}
+    axis_marks = all_marks if data.marks_on_axis and show_x else set()
+    mark_cols = set() if axis_marks else _thinned(all_marks) if data.marks_on_axis else all_marks
     hline_row = None
     if data.hline is not None and math.isfinite(data.hline):
         hline_row = frame.dot_y(data.hline) // 4
@@ -220,7 +249,8 @@ def plot(
         left, right = data.x_labels
         room = plot_w + 1
         axis = left + right.rjust(max(0, room - len(left)))
-        text.append(" " * (gutter - 1) + axis[:room], style=axis_style)
+        text.append(" " * (gutter - 1), style=axis_style)
+        text.append_text(_axis_row(axis[:room], axis_marks, axis_style, mark_style))
     else:
         text.rstrip()
     return text

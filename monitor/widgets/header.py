@@ -15,7 +15,7 @@ from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.format import fmt_duration, fmt_money, fmt_window, lit
 from ptmon.monitor.widgets.lines import LineWidget
 
-__all__ = ["HeaderState", "StatusHeader", "header_text"]
+__all__ = ["HeaderState", "SHORTENED", "StatusHeader", "header_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,7 @@ class HeaderState:
     paused: bool = False
     frozen_s: float | None = None  # how long the screen has been frozen (paused)
     error: str | None = None  # why the last dashboard could not be read
+    time_scale: float = 1.0  # a demo's simulated seconds per real second (its --speed): shown when not 1
 
 
 def _identity(d: Dashboard | None) -> Text:
@@ -41,35 +42,75 @@ def _identity(d: Dashboard | None) -> Text:
     return text
 
 
-def _status(state: HeaderState) -> Text:
+def _alerts(d: Dashboard, short: bool) -> Text:
+    """The alert count, always on screen: the compact layouts show one table at a time."""
+    crit = sum(1 for a in d.alerts if a.level == "critical")
+    warn = len(d.alerts) - crit
+    style = "bold red" if crit else "yellow" if warn else "green"
+    if not d.alerts:
+        return Text("no alerts" if not short else "alerts 0", style=style)
+    if short:
+        return Text.assemble(("alerts ", "dim"), (str(len(d.alerts)), style))
+    parts = [f"{n} {name}" for n, name in ((crit, "crit"), (warn, "warn")) if n]
+    return Text.assemble(("alerts ", "dim"), (" ".join(parts), style))
+
+
+def _speed(time_scale: float, short: bool) -> Text:
+    """A demo's time scale: its counters run that much faster, so a rate is per real (wall-clock) second."""
+    if time_scale == 1.0:
+        return Text("")
+    text = Text(f"{time_scale:g}x time", style="bold magenta")
+    return text if short else text.append(" · rates per real s", style="dim")
+
+
+# What the status gives up, in order, when the header is short of room: each part then takes its short form
+# (the uptime goes; the help screen explains the short forms).
+SHORTENED = ("timing", "targets", "uptime", "speed", "alerts")
+
+
+def _status(state: HeaderState, shortened: int = 0) -> Text:
+    """The right-hand status; the first ``shortened`` parts of SHORTENED in their short form."""
+    short = set(SHORTENED[:shortened])
     d = state.dashboard
-    text = Text()
+    parts: list[Text] = [_speed(state.time_scale, "speed" in short)]
     if d is not None:
-        if d.uptime_s is not None:
-            text.append("up ", style="dim").append(fmt_duration(d.uptime_s)).append("  ")
-        text.append(fmt_money(d.spend_dollars), style="bold")
-        text.append(" @ ", style="dim").append(f"{fmt_money(d.burn_dollars_per_hour)}/h").append("  ")
+        if d.uptime_s is not None and "uptime" not in short:
+            parts.append(Text.assemble(("up ", "dim"), fmt_duration(d.uptime_s)))
+        parts.append(Text.assemble((fmt_money(d.spend_dollars), "bold"), (" @ ", "dim"),
+                                   f"{fmt_money(d.burn_dollars_per_hour)}/h"))
         total, up = len(d.targets), d.targets_up
-        text.append("targets ", style="dim")
-        text.append(f"{up}/{total}", style="bold red" if up < total else "green")
-        text.append("  ")
-    text.append("every ", style="dim").append(fmt_window(state.interval_s))
-    text.append(" · window ", style="dim").append(fmt_window(state.window_s))
+        parts.append(Text.assemble(("tgt " if "targets" in short else "targets ", "dim"),
+                                   (f"{up}/{total}", "bold red" if up < total else "green")))
+        parts.append(_alerts(d, "alerts" in short))
+    if "timing" in short:
+        parts.append(Text.assemble(fmt_window(state.interval_s), ("/", "dim"), fmt_window(state.window_s)))
+    else:
+        parts.append(Text.assemble(("every ", "dim"), fmt_window(state.interval_s), (" · window ", "dim"),
+                                   fmt_window(state.window_s)))
     if state.error is not None:
-        text.append("  ").append_text(lit(f"feed error: {state.error}", style="bold red"))
+        parts.append(lit(f"feed error: {state.error}", style="bold red"))
     if state.paused:
-        text.append("  ")
         frozen = "" if state.frozen_s is None else f" {fmt_duration(state.frozen_s)}"
-        text.append(f" PAUSED{frozen} ", style="bold reverse yellow")
-    return text
+        parts.append(Text(f" PAUSED{frozen} ", style="bold reverse yellow"))
+    return Text("  ").join(p for p in parts if p)
 
 
 def header_text(state: HeaderState, width: int) -> Text:
-    """One line when identity and status fit side by side, else identity over status."""
-    left, right = _identity(state.dashboard), _status(state)
-    gap = width - left.cell_len - right.cell_len
-    if gap >= 2:
-        return Text.assemble(left, " " * gap, right, no_wrap=True, overflow="ellipsis")
+    """One line when identity and status fit side by side, else identity over status.
+
+    Parts take their short forms (SHORTENED) before the header grows to a second line, and again
+    before anything on the second line would be cut.
+    """
+    left = _identity(state.dashboard)
+    for shortened in (0, 1):  # one line if the timing's short form is all it takes
+        right = _status(state, shortened)
+        gap = width - left.cell_len - right.cell_len
+        if gap >= 2:
+            return Text.assemble(left, " " * gap, right, no_wrap=True, overflow="ellipsis")
+    for shortened in range(len(SHORTENED) + 1):
+        right = _status(state, shortened)
+        if right.cell_len <= width:
+            break
     if right.cell_len < width:
         right.align("right", width)
     return Text.assemble(left, "\n", right, no_wrap=True, overflow="ellipsis")

@@ -32,6 +32,7 @@ from ptmon.monitor.dashboard import Alert, TargetHealth, WorkerRow
 from ptmon.monitor.format import DASH, against_limits, fmt_duration, fmt_num, fmt_rate, fmt_seconds, fmt_version, lit
 from ptmon.monitor.settings import Thresholds
 from ptmon.monitor.text import safe
+from ptmon.monitor.widgets.fit import ColumnFit, fit_columns
 from ptmon.monitor.widgets.lines import DrawGuard, error_strips, row_regions, same_text
 
 __all__ = ["Column", "SortFilterTable", "TargetsTable", "WorkersTable", "AlertsTable", "natural_key"]
@@ -64,6 +65,9 @@ class Column(Generic[R]):
     label: str
     cell: Callable[[R, float], Text]  # (row, now) -> what the cell shows
     key: Callable[[R], Any]  # sort key; None sorts last whichever the direction
+    short: str = ""  # the label when the full one does not fit
+    priority: int = 5  # when the box is narrow, lower-priority columns are dropped whole first
+    floor: int | None = None  # free text that may be narrowed to this many cells (ending in …); None: never cut
 
 
 def _ago(now: float, then: float | None) -> Text:
@@ -126,6 +130,7 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         self._header = Strip.blank(0)
         self._edges: list[int] = []  # where each column starts, for header clicks
         self._widths: list[int] = []
+        self._columns: tuple[int, ...] = ()  # the columns drawn, as positions in the header (the rest did not fit)
         self._drawn: list[tuple[Text, ...]] = []  # the cells each of _strips was drawn from
         self._styles: tuple[Style, Style, Style] = (Style(), Style(), Style())
         self._guard = DrawGuard(self)
@@ -250,8 +255,9 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
             return
         if offset.y == 0:  # the header: sort by the clicked column
             x = offset.x + int(self.scroll_x)
-            column = max((i for i, edge in enumerate(self._edges) if edge <= x), default=0)
-            self.sort_by(self.shown_indexes[column])
+            k = max((k for k, edge in enumerate(self._edges) if edge <= x), default=0)
+            drawn = self.shown_columns
+            self.sort_by(drawn[k] if k < len(drawn) else self.shown_indexes[0])
         else:
             self.move_cursor(row=int(self.scroll_y) + offset.y - 1)
 
@@ -288,34 +294,39 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         self.move_cursor(row=keys.index(cursor_key) if cursor_key in keys else self.cursor_row)
 
     def _draw(self, header: tuple[str, ...], shown: list[tuple[str, tuple[Text, ...]]]) -> None:
-        """One Strip per row, columns as wide as their widest cell; drawing then only crops."""
+        """One Strip per row, columns as wide as their widest cell; drawing then only crops.
+
+        Columns that do not fit the box are left out whole (ptmon.monitor.widgets.fit), so a
+        number is never cropped by the border.
+        """
         # Columns only grow (until the filter changes): values ticking 9ms -> 10ms don't make the
         # table dance, and an unchanged virtual size spares the whole screen a re-layout.
-        widths = [max(cell_len(label), old)
-                  for label, old in zip(header, self._widths or [0] * len(header), strict=False)]
+        widths = list(self._widths or [0] * len(header))  # the widest value of each column (labels: _fit)
         for _, cells in shown:
             for i, cell in enumerate(cells):
                 widths[i] = max(widths[i], cell.cell_len)
         old_widths, old_cells = self._widths, self._drawn
         self._widths = widths
-        self._edges = [1 + sum(widths[:i]) + _GAP * i for i in range(len(widths))]
+        columns, drawn_widths, labels = self._fit(header, widths)
+        self._columns = columns
+        self._edges = [1 + sum(drawn_widths[:k]) + _GAP * k for k in range(len(columns))]
         console = self.app.console
 
         def line(cells: Sequence[Text]) -> Strip:
             parts = [Text(" ")]
-            for i, cell in enumerate(cells):
-                cell = cell.copy()
-                cell.truncate(widths[i], pad=True)
+            for k, i in enumerate(columns):
+                cell = cells[i].copy()
+                cell.truncate(drawn_widths[k], pad=True, overflow="ellipsis")
+                parts.append(Text(" " * _GAP) if k else Text(""))
                 parts.append(cell)
-                parts.append(Text(" " * _GAP))
             text = Text.assemble(*parts, no_wrap=True, end="")
             return Strip(list(text.render(console)), text.cell_len)
 
-        header_strip = line([Text(label) for label in header])
+        header_strip = line([Text(label) for label in labels])
         old_header, old_strips = self._header, self._strips
         # A row showing the same cells at the same widths keeps its Strip (most rows, most seconds, bar a
         # ticking age or timing): comparing Texts costs a fraction of assembling and rendering them.
-        reuse = widths == old_widths and len(old_strips) == len(old_cells)
+        reuse = widths == old_widths and header_strip == old_header and len(old_strips) == len(old_cells)
         strips = [
             old_strips[i] if reuse and i < len(old_cells) and len(cells) == len(old_cells[i])
             and all(map(same_text, cells, old_cells[i])) else line(cells)
@@ -328,6 +339,34 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
             self.refresh()
         else:  # same columns, same rows: repaint the rows whose text changed
             self._refresh_rows(*(i for i, (a, b) in enumerate(zip(old_strips, strips, strict=False)) if a != b))
+
+    def _fit(self, header: tuple[str, ...], widths: list[int]) -> tuple[tuple[int, ...], list[int], list[str]]:
+        """The columns drawn in this box, their widths, and every column's label (short ones when those fit)."""
+        room = self.content_region.width - 1  # a blank cell before the border, as on the left
+        if len(self._shown or ()) + 1 > self.content_region.height:  # the rows will scroll: room for the bar
+            room -= self.styles.scrollbar_size_vertical
+        if room <= 0:  # not laid out yet: draw everything, the first resize fits it
+            return tuple(range(len(header))), widths, list(header)
+        columns = [self.COLUMNS[i] for i in self.shown_indexes]  # the header's: hidden ones are not in it
+        arrows = [label[len(c.label):] for label, c in zip(header, columns, strict=True)]
+        shorts = [(c.short or c.label) + arrow for c, arrow in zip(columns, arrows, strict=True)]
+        fits = [ColumnFit(label=cell_len(label), short=cell_len(short), cells=width, priority=c.priority,
+                          floor=c.floor)
+                for label, short, width, c in zip(header, shorts, widths, columns, strict=True)]
+        fitted = fit_columns(fits, room, gap=_GAP)
+        labels = shorts if fitted.short else list(header)
+        return fitted.shown, [fitted.widths[i] for i in fitted.shown], labels
+
+    def on_resize(self) -> None:
+        """Another width shows other columns: draw again (the rows are unchanged)."""
+        if self._shown is not None:
+            self._draw(self._shown_header, self._shown)
+
+    @property
+    def shown_columns(self) -> tuple[int, ...]:
+        """The indexes (into COLUMNS) of the columns on screen, left to right: neither hidden nor left out."""
+        shown = self.shown_indexes
+        return tuple(shown[k] for k in self._columns if k < len(shown))
 
     @property
     def draw_error(self) -> str | None:
@@ -411,14 +450,19 @@ class TargetsTable(SortFilterTable[TargetHealth]):
         self.title_note = "" if config_file is None else f"from {safe(config_file)}"
         # An instance attribute: the up column needs this table's stale_after_s.
         self.COLUMNS = (
-            Column("name", lambda t, _: lit(t.name, style="bold"), _natural(lambda t: t.name)),
-            Column("role", lambda t, _: lit(t.role), _natural(lambda t: t.role)),
-            Column("up", self._up, self._up_rank),
-            Column("last scrape", lambda t, now: _ago(now, t.last_scrape), lambda t: t.last_scrape),
-            Column("scrape", lambda t, _: _text(fmt_seconds(t.scrape_seconds)), lambda t: t.scrape_seconds),
-            Column("samples", lambda t, _: _text(fmt_num(t.samples)), lambda t: t.samples),
-            Column("error", lambda t, _: lit(t.error) if t.error else Text(""), lambda t: t.error or ""),
-            Column("url", lambda t, _: lit(t.url), _natural(lambda t: t.url)),  # last: long, and known from the config
+            Column("name", lambda t, _: lit(t.name, style="bold"), _natural(lambda t: t.name),
+                   priority=10, floor=12),
+            Column("role", lambda t, _: lit(t.role), _natural(lambda t: t.role), priority=3),
+            Column("up", self._up, self._up_rank, priority=9, floor=8),
+            Column("last scrape", lambda t, now: _ago(now, t.last_scrape), lambda t: t.last_scrape,
+                   short="scraped", priority=6),
+            Column("scrape", lambda t, _: _text(fmt_seconds(t.scrape_seconds)), lambda t: t.scrape_seconds,
+                   short="took", priority=5),
+            Column("samples", lambda t, _: _text(fmt_num(t.samples)), lambda t: t.samples, priority=4),
+            Column("error", lambda t, _: lit(t.error) if t.error else Text(""), lambda t: t.error or "",
+                   priority=8, floor=16),
+            # long, and known from the config: the first to go
+            Column("url", lambda t, _: lit(t.url), _natural(lambda t: t.url), priority=2),
         )
         super().__init__(id=id)
 
@@ -458,17 +502,21 @@ class WorkersTable(SortFilterTable[WorkerRow]):
         self.thresholds = thresholds or Thresholds()
         # An instance attribute: the staleness colours need this table's thresholds.
         self.COLUMNS = (
-            Column("worker", lambda w, _: lit(w.name, style="bold"), _natural(lambda w: w.name)),
-            Column("rollouts/s", lambda w, _: _text(fmt_num(w.rollouts_per_s)), lambda w: w.rollouts_per_s),
-            Column("tokens/s", lambda w, _: _text(fmt_rate(w.tokens_per_s, "")), lambda w: w.tokens_per_s),
+            Column("worker", lambda w, _: lit(w.name, style="bold"), _natural(lambda w: w.name),
+                   priority=10, floor=12),
+            Column("rollouts/s", lambda w, _: _text(fmt_num(w.rollouts_per_s)), lambda w: w.rollouts_per_s,
+                   short="roll/s", priority=9),
+            Column("tokens/s", lambda w, _: _text(fmt_rate(w.tokens_per_s, "")), lambda w: w.tokens_per_s,
+                   short="tok/s", priority=5),
             Column(
                 "policy",
                 lambda w, _: _text(fmt_version(w.policy_version)),
                 lambda w: w.policy_version,
             ),
-            Column("staleness", self._staleness, lambda w: w.staleness),
-            Column("reward", lambda w, _: _text(fmt_num(w.mean_reward)), lambda w: w.mean_reward),
-            Column("status", lambda w, _: lit(w.status, style=_STATUS_STYLE.get(w.status, "")), lambda w: w.status),
+            Column("staleness", self._staleness, lambda w: w.staleness, short="stale", priority=8),
+            Column("reward", lambda w, _: _text(fmt_num(w.mean_reward)), lambda w: w.mean_reward, priority=6),
+            Column("status", lambda w, _: lit(w.status, style=_STATUS_STYLE.get(w.status, "")), lambda w: w.status,
+                   priority=7, floor=6),
         )
         super().__init__(id=id)
 
@@ -494,11 +542,12 @@ class AlertsTable(SortFilterTable[Alert]):
     EMPTY = "no active alerts"
     DEFAULT_SORT = (0, True)  # critical first
     COLUMNS = (
-        Column("level", _level, lambda a: _LEVEL_RANK.get(a.level, 0)),
-        Column("since", lambda a, now: _text(fmt_duration(now - a.since)), lambda a: -a.since),
-        Column("message", lambda a, _: lit(a.message), lambda a: a.message),
-        Column("alert", lambda a, _: lit(a.name), lambda a: a.name),
-        Column("subject", lambda a, _: lit(a.subject) if a.subject else Text(""), _natural(lambda a: a.subject or "")),
+        Column("level", _level, lambda a: _LEVEL_RANK.get(a.level, 0), priority=10),
+        Column("since", lambda a, now: _text(fmt_duration(now - a.since)), lambda a: -a.since, priority=7),
+        Column("message", lambda a, _: lit(a.message), lambda a: a.message, priority=9, floor=20),
+        Column("alert", lambda a, _: lit(a.name), lambda a: a.name, priority=4),
+        Column("subject", lambda a, _: lit(a.subject) if a.subject else Text(""), _natural(lambda a: a.subject or ""),
+               priority=5, floor=12),
     )
 
     def row_key(self, row: Alert) -> str:

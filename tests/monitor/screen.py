@@ -12,10 +12,11 @@ import re
 
 from textual.app import App
 
-__all__ = ["screen_lines", "screen_text"]
+__all__ = ["screen_lines", "screen_rows", "screen_text"]
 
 _TEXT = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)" textLength="([\d.]+)"[^>]*>(.*?)</text>', re.S)
 _CELL = 12.2  # Textual's SVG cell width: 0.61 x its 20px font
+_ROW, _TOP = 24.4, 20.0  # Textual's SVG line height and the first line's y
 
 
 def screen_lines(app: App) -> list[str]:
@@ -34,3 +35,16 @@ def screen_lines(app: App) -> list[str]:
 
 def screen_text(app: App) -> str:
     return "\n".join(screen_lines(app))
+
+
+def screen_rows(app: App) -> list[str]:
+    """Every row of the screen, blank ones included, each padded to the screen's width: row y is screen y."""
+    width, height = app.size
+    rows = [[" "] * width for _ in range(height)]
+    for x, y, _length, body in _TEXT.findall(app.export_screenshot()):
+        row = round((float(y) - _TOP) / _ROW)
+        col = round(float(x) / _CELL)
+        text = html.unescape(body).replace("\xa0", " ")
+        if 0 <= row < height:
+            rows[row][col:col + len(text)] = list(text)
+    return ["".join(row)[:width] for row in rows]

@@ -106,7 +106,7 @@ async def test_help_screen_lists_every_key_in_the_footer() -> None:
         assert isinstance(app.screen, HelpScreen)
         help_text = screen_text(app)
         shown = [b for b in cast("list[Binding]", app.BINDINGS) if b.show]
-        assert len(shown) == 13
+        assert len(shown) == 14
         footer = screen_lines(app)[-1]
         for binding in shown:
             key = binding.key_display or binding.key
@@ -518,20 +518,6 @@ async def test_resizing_switches_between_compact_and_wide_layouts() -> None:
         await pilot.pause()
         assert not app.compact and app.query_one(StatusHeader).region.height == 1
         assert app.query_one("#chart-ipd", Chart).data.points
-
-
-async def test_short_or_narrow_alone_is_compact_and_the_layout_follows_the_breakpoints() -> None:
-    app, _, _ = make_app()
-    async with app.run_test(size=WIDE) as pilot:
-        await settle(pilot)
-        for size, compact in (((130, 30), True), ((100, 48), True), ((120, 36), False)):
-            await pilot.resize_terminal(*size)
-            await pilot.pause()
-            assert app.compact is compact, size
-            assert app.query_one("#sparks").display is compact and app.query_one("#charts").display is not compact
-            assert app.query_one("#card-sync", Card).border_title == ("sync" if compact else "weight sync")
-            shown = [p for p in ("targets", "workers", "alerts") if app.table(p).display]
-            assert shown == (["targets"] if compact else ["targets", "workers", "alerts"]), size
 
 
 async def test_command_palette_offers_ptmon_commands() -> None:

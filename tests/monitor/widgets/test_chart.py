@@ -124,3 +124,28 @@ def test_a_window_that_is_not_finite_falls_back_to_the_points_own_range() -> Non
     data = ChartData(points=((0.0, 1.0), (1.0, 2.0)), x_range=(-math.inf, math.nan))
     assert braille(plot(data, width=30, height=6).plain) > 0
 
+
+
+def test_a_sync_every_few_seconds_leaves_the_line_whole_its_marks_on_the_axis_row() -> None:
+    """Issue 16: at demo speed the rollouts chart was a wall of ╎; on the axis row the line keeps every dot."""
+    points = tuple((float(t), 10.0 + math.sin(t / 9)) for t in range(301))
+    syncs = tuple(float(t) for t in range(0, 301, 2))  # a sync every 2 s over a 5 m window
+    bare = plot(ChartData(points=points, x_range=(0.0, 300.0), x_labels=("-5m", "now")), width=60, height=10)
+    marked = plot(ChartData(points=points, x_range=(0.0, 300.0), marks=syncs, marks_on_axis=True,
+                            x_labels=("-5m", "now")), width=60, height=10).plain.split("\n")
+    assert marked[:-1] == bare.plain.split("\n")[:-1]  # the plot rows are exactly the line's
+    assert "╎" not in "".join(marked) and marked[-1].count("╵") > 40
+    assert marked[-1].lstrip().startswith("-5m") and marked[-1].rstrip().endswith("now")
+    # With no axis row (2 lines high) they stay in the plot, thinned to one in six cells.
+    short = plot(ChartData(points=points, x_range=(0.0, 300.0), marks=syncs, marks_on_axis=True),
+                 width=60, height=2).plain.split("\n")
+    ticks = [i for i, ch in enumerate(short[0]) if ch == "╎"]
+    assert ticks and all(b - a >= 6 for a, b in zip(ticks, ticks[1:], strict=False))
+
+
+def test_y_zero_puts_zero_on_the_axis_where_the_fit_would_not() -> None:
+    points = ((0.0, 95.0), (1.0, 105.0))  # ±5% noise: fitted, it fills the box
+    fitted = plot(ChartData(points=points), width=30, height=6).plain.split("\n")
+    zero = plot(ChartData(points=points, y_zero=True), width=30, height=6).plain.split("\n")
+    assert fitted[-2].lstrip().startswith("95") and zero[-2].lstrip().startswith("0│")
+    assert zero[0].lstrip().startswith("105")

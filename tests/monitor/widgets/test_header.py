@@ -32,3 +32,26 @@ def test_identity_is_literal() -> None:
     text = header_text(HeaderState(_d().__class__(now=0.0, window_s=60.0, interval_s=1.0, run="[b]x[/b]\x1b[2J"),
                                    interval_s=1.0, window_s=60.0), 120)
     assert r"[b]x[/b]\x1b[2J" in text.plain
+
+
+def test_a_demo_says_its_speed_and_that_rates_are_per_real_second() -> None:
+    state = HeaderState(_d(), interval_s=1.0, window_s=300.0, time_scale=40.0)
+    assert "40x time · rates per real s" in header_text(state, 200).plain
+    assert "40x time" in header_text(state, 80).plain  # the short form at 80 columns, never cut
+    assert "x time" not in header_text(HeaderState(_d(), interval_s=1.0, window_s=300.0), 200).plain
+
+
+def test_the_alerts_are_counted_and_nothing_is_cut_at_80_columns() -> None:
+    from ptmon.monitor.dashboard import Alert
+
+    alerts = (Alert("target_down", "critical", "b is down", since=900.0, subject="b"),
+              Alert("staleness", "warn", "behind", since=950.0))
+    state = HeaderState(_d(alerts=alerts), interval_s=1.0, window_s=300.0, time_scale=40.0, paused=True,
+                        frozen_s=3.0)
+    wide = header_text(state, 200).plain
+    assert "alerts 1 crit 1 warn" in wide and "every 1s · window 5m" in wide
+    for width in (80, 100, 120):
+        lines = header_text(state, width).plain.split("\n")
+        assert len(lines) == 2 and all(len(line) <= width and not line.endswith("…") for line in lines), lines
+        assert "alerts" in lines[1] and "PAUSED 3s" in lines[1] and "40x" in lines[1]
+    assert "no alerts" in header_text(HeaderState(_d(), interval_s=1.0, window_s=300.0), 200).plain
