@@ -30,6 +30,7 @@ RULE_CARDS: Mapping[str, str | None] = MappingProxyType({
     "trainer_stalled": "trainer",
     "weight_sync_slow": "sync",
     "weight_sync_failing": "sync",
+    "policy_not_advancing": "sync",
     "staleness": "staleness",
     "rollout_rate_drop": "rollout",
     "marginal_ipd": "ipd",
@@ -95,6 +96,7 @@ def _candidates(d: Dashboard, th: Thresholds, marginal_k: int) -> Iterable[tuple
         yield "weight_sync_slow", level, f"weight-sync p99 {_fmt(p99)} s > {_fmt(limit)} s", None
 
     yield from _sync_failing(d, th)
+    yield from _policy_not_advancing(d, th)
 
     lag = d.staleness_max
     above = _above(lag, th.staleness_warn, th.staleness_critical)
@@ -149,6 +151,18 @@ def _sync_failing(d: Dashboard, th: Thresholds) -> Iterable[tuple[str, Level, st
     run = f", {row:.0f} since the last success" if row > 0 else ""
     yield ("weight_sync_failing", level,
            f"{failed:.0f} of {attempts:.0f} weight syncs failed in the window ({share:.0%}{run})", None)
+
+
+def _policy_not_advancing(d: Dashboard, th: Thresholds) -> Iterable[tuple[str, Level, str, str | None]]:
+    """The published version held over ``policy_stuck_s`` while the trainer stepped and syncs were tried:
+    training goes on, the fleet's weights do not (critical, as a stall: the steps train on ever older data)."""
+    held, steps, tried = d.policy_held_s, d.policy_held_steps, d.policy_held_sync_attempts
+    if held is None or held <= th.policy_stuck_s or not steps or steps <= 0 or not tried or tried <= 0:
+        return
+    version = "the policy version" if d.policy_version is None else f"policy version {d.policy_version:.0f}"
+    yield ("policy_not_advancing", "critical",
+           f"{version} has not moved for {fmt_duration(held)} (limit {fmt_duration(th.policy_stuck_s)}) "
+           f"while the trainer took {steps:.0f} steps and tried {tried:.0f} weight syncs", None)
 
 
 def evaluate(dashboard: Dashboard, thresholds: Thresholds, *, previous: Iterable[Alert] = (),

@@ -125,6 +125,10 @@ class Dashboard:
 
     # staleness (trainer policy version - worker policy version)
     policy_version: float | None = None
+    # since the published version last moved (stored history): how long, the trainer's steps, syncs tried
+    policy_held_s: float | None = None
+    policy_held_steps: float | None = None
+    policy_held_sync_attempts: float | None = None
     staleness_max: float | None = None
     staleness_mean: float | None = None
 

@@ -144,6 +144,7 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str | Text]],
         ("bytes/s", lambda d: fmt_bytes_rate(d.weight_sync_bytes_per_s)),
         ("failures in window", lambda d: fmt_num(d.weight_sync_failures)),
         ("policy version", lambda d: fmt_version(d.policy_version)),
+        ("policy unchanged for", lambda d: fmt_duration(d.policy_held_s)),
         ("staleness max / mean", lambda d: _pair(fmt_num(d.staleness_max), fmt_num(d.staleness_mean))),
     )),
     ("Trainer", (

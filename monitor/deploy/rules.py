@@ -295,7 +295,34 @@ def _loop_rules(th: Thresholds) -> list[AlertRule]:
     ]
 
     rules += _sync_failing_rules(th)
+    rules.append(_policy_not_advancing_rule(th))
     return rules
+
+
+def _policy_not_advancing_rule(th: Thresholds) -> AlertRule:
+    """policy_not_advancing per run: the trainer's version constant over the last ``policy_stuck_s`` while it
+    stepped and tried syncs in them. The TUI counts from the version's last change; PromQL sees the range
+    only, so a version must also have been there at its start (``offset``): a trainer younger than the limit
+    has not held anything that long."""
+    held = promql.duration(th.policy_stuck_s)
+    version = schema.POLICY_VERSION.name
+
+    def per_run(term: str) -> str:
+        return f"max by ({_RUN}) ({promql.with_run(term)})"
+
+    def grew(sample: str) -> str:
+        return f"sum by ({_RUN}) ({promql.with_run(f'increase({sample}[{held}])')}) > 0"
+    steps = grew(promql.counter(schema.TRAINER_STEPS))
+    tried = f"({grew(schema.WEIGHT_SYNC_FAILURES.name)} or {grew(schema.WEIGHT_SYNC_SECONDS.count)})"
+    expr = (f"{per_run(version)} and on ({_RUN}) ({per_run(f'changes({version}[{held}])')} == 0) "
+            f"and on ({_RUN}) {per_run(f'{version} offset {held}')} "
+            f"and on ({_RUN}) ({steps}) and on ({_RUN}) {tried}")
+    return AlertRule(
+        "PtmonPolicyNotAdvancing", "policy_not_advancing", "critical", expr,
+        _RUN_NAME + "policy version {{ $value }} has not moved for over " + held
+        + " while the trainer steps and tries weight syncs",
+        "Every weight sync failed or published nothing new: the rollout fleet samples ever older weights "
+        "while the trainer trains on them.")
 
 
 def _progress_rules(th: Thresholds, k: int) -> list[AlertRule]:
