@@ -95,6 +95,9 @@ async def test_the_healthy_demo_at_40x_raises_no_staleness_directly_or_through_p
             versions = [d.policy_version for d in known if d.policy_version is not None]
             assert versions and versions[-1] - versions[0] >= 10, f"{name}: versions {versions[:1]}..{versions[-1:]}"
             assert staleness_subjects(ds) == [], (name, [d.staleness_max for d in ds])
+        # A sync a second, scraped every 5 s: the server's samples hold several syncs each, and the sync card's
+        # last/max and chart say they are per-scrape means (issue 14 item 9).
+        assert through[-1].weight_sync_averaged is True and through[-1].weight_sync_count
         # The server's own rule, evaluated every 5 s over the same period: never fired.
         fired = prom.query(f'count_over_time(ALERTS{{alertname="PtmonStaleness"}}[{WATCH_S:g}s])')
         assert fired == [], fired

@@ -71,6 +71,7 @@ _SHORT = {
     "policy": "ver",
     "step time": "step",
     "last step": "last",
+    "last avg": "l.avg",
 }
 
 _RANK = {"ok": 0, "warn": 1, "critical": 2}
@@ -152,7 +153,8 @@ def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
         return [
             ("p50", fmt_seconds(d.weight_sync_p50_s)),
             ("p99", fmt_seconds(d.weight_sync_p99_s)),
-            ("last", fmt_seconds(d.weight_sync_last_s)),
+            # a scrape interval's mean when it held several syncs (through a server, say): labelled so
+            ("last avg" if d.weight_sync_averaged else "last", fmt_seconds(d.weight_sync_last_s)),
             ("rate", fmt_bytes_rate(d.weight_sync_bytes_per_s)),
             ("failures", failures),
         ]
