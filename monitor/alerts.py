@@ -30,6 +30,7 @@ RULE_CARDS: Mapping[str, str | None] = MappingProxyType({
     "trainer_stalled": "trainer",
     "weight_sync_slow": "sync",
     "weight_sync_failing": "sync",
+    "policy_not_advancing": "sync",
     "staleness": "staleness",
     "rollout_rate_drop": "rollout",
     "marginal_ipd": "ipd",
@@ -95,13 +96,9 @@ def _candidates(d: Dashboard, th: Thresholds, marginal_k: int) -> Iterable[tuple
         yield "weight_sync_slow", level, f"weight-sync p99 {_fmt(p99)} s > {_fmt(limit)} s", None
 
     yield from _sync_failing(d, th)
+    yield from _policy_not_advancing(d, th)
 
-    lag = d.staleness_max
-    above = _above(lag, th.staleness_warn, th.staleness_critical)
-    if above and lag is not None:
-        level, limit = above
-        yield ("staleness", level,
-               f"rollouts {_fmt(lag)} policy versions behind the trainer (> {_fmt(limit)})", None)
+    yield from _staleness(d, th)
 
     ref = d.rollout_rate_median_10m
     now_rate = recent_rollout_rate(d)
@@ -149,6 +146,38 @@ def _sync_failing(d: Dashboard, th: Thresholds) -> Iterable[tuple[str, Level, st
     run = f", {row:.0f} since the last success" if row > 0 else ""
     yield ("weight_sync_failing", level,
            f"{failed:.0f} of {attempts:.0f} weight syncs failed in the window ({share:.0%}{run})", None)
+
+
+def _staleness(d: Dashboard, th: Thresholds) -> Iterable[tuple[str, Level, str, str | None]]:
+    """The furthest-behind worker over a staleness limit: it is the subject (with 64 workers an alert
+    naming none cannot be acted on), and the message counts the workers over that limit."""
+    lag = d.staleness_max
+    above = _above(lag, th.staleness_warn, th.staleness_critical)
+    if not above or lag is None:
+        return
+    level, limit = above
+    lags = [(w.staleness, w.name) for w in d.workers if w.staleness is not None]
+    if not lags:
+        yield ("staleness", level, f"rollouts {_fmt(lag)} policy versions behind the trainer (> {_fmt(limit)})",
+               None)
+        return
+    worst = min(lags, key=lambda x: (-x[0], x[1]))[1]  # the most behind; ties: the first name
+    over = sum(1 for v, _ in lags if v > limit)
+    yield ("staleness", level,
+           f"{worst} samples {_fmt(lag)} policy versions behind the trainer (> {_fmt(limit)}); "
+           f"{over} of {len(lags)} workers over {_fmt(limit)}", worst)
+
+
+def _policy_not_advancing(d: Dashboard, th: Thresholds) -> Iterable[tuple[str, Level, str, str | None]]:
+    """The published version held over ``policy_stuck_s`` while the trainer stepped and syncs were tried:
+    training goes on, the fleet's weights do not (critical, as a stall: the steps train on ever older data)."""
+    held, steps, tried = d.policy_held_s, d.policy_held_steps, d.policy_held_sync_attempts
+    if held is None or held <= th.policy_stuck_s or not steps or steps <= 0 or not tried or tried <= 0:
+        return
+    version = "the policy version" if d.policy_version is None else f"policy version {d.policy_version:.0f}"
+    yield ("policy_not_advancing", "critical",
+           f"{version} has not moved for {fmt_duration(held)} (limit {fmt_duration(th.policy_stuck_s)}) "
+           f"while the trainer took {steps:.0f} steps and tried {tried:.0f} weight syncs", None)
 
 
 def evaluate(dashboard: Dashboard, thresholds: Thresholds, *, previous: Iterable[Alert] = (),

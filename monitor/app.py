@@ -336,7 +336,8 @@ class PtmonApp(App[int]):
         self.query_one("#chart-sync", Chart).show(
             ChartData(points=d.weight_sync_series, x_range=span, x_labels=ago, y_format=fmt_seconds,
                       empty="no syncs in the window"),
-            subtitle=f"p50 {fmt_seconds(d.weight_sync_p50_s)} · p99 {fmt_seconds(d.weight_sync_p99_s)}",
+            subtitle=f"p50 {fmt_seconds(d.weight_sync_p50_s)} · p99 {fmt_seconds(d.weight_sync_p99_s)}"
+                     + (" · per-scrape means" if d.weight_sync_averaged else ""),
         )
 
     def _notify_critical(self, d: Dashboard) -> None:

@@ -400,6 +400,7 @@ def _without_credentials(url: str) -> str:
 _THRESHOLD_RULES = {
     "weight_sync_p99_warn_s": "positive", "weight_sync_p99_critical_s": "positive",
     "weight_sync_failure_share_critical": "fraction", "weight_sync_failures_in_a_row_critical": "positive",
+    "policy_stuck_s": "positive",
     "staleness_warn": "nonneg", "staleness_critical": "nonneg",
     "stall_min_s": "nonneg", "stall_factor": "positive",
     "rollout_drop_ratio": "fraction", "eval_regression_points": "nonneg", "eval_push_max_age_s": "positive",

@@ -122,9 +122,16 @@ class Dashboard:
     weight_sync_bytes_per_s: float | None = None
     weight_sync_failures: float | None = None  # failures in the window
     weight_sync_failures_in_a_row: float | None = None  # failures in the window after its last success
+    # last, max and the chart's points are per-scrape means: some scrape interval held several syncs (a
+    # server scraping every 5 s, or syncs faster than the scrapes); False: each one is a sync's own duration
+    weight_sync_averaged: bool = False
 
     # staleness (trainer policy version - worker policy version)
     policy_version: float | None = None
+    # since the published version last moved (stored history): how long, the trainer's steps, syncs tried
+    policy_held_s: float | None = None
+    policy_held_steps: float | None = None
+    policy_held_sync_attempts: float | None = None
     staleness_max: float | None = None
     staleness_mean: float | None = None
 
@@ -164,7 +171,7 @@ class Dashboard:
     # chart series over the window
     eval_curve: tuple[EvalPoint, ...] = ()
     rollout_rate_series: tuple[Point, ...] = ()  # (t, rollouts/s)
-    weight_sync_series: tuple[Point, ...] = ()  # (t, seconds of one sync)
+    weight_sync_series: tuple[Point, ...] = ()  # (t, seconds of one sync; a scrape's mean when averaged)
     sync_events: tuple[float, ...] = ()  # unix times of syncs in the window
 
     alerts: tuple[Alert, ...] = field(default=())

@@ -185,6 +185,9 @@ class Thresholds:
     # attempts, or this many failures since the last success (a dead peer fails every broadcast at once).
     weight_sync_failure_share_critical: float = 0.5
     weight_sync_failures_in_a_row_critical: float = 3.0
+    # policy_not_advancing: the published version held this long while the trainer stepped and syncs were
+    # tried (each failed, or published nothing new): the fleet samples ever older weights.
+    policy_stuck_s: float = 300.0
     staleness_warn: float = 2.0  # policy versions behind the trainer
     staleness_critical: float = 4.0
     stall_min_s: float = 120.0  # trainer stalled: no step for max(stall_factor x median step, stall_min_s)

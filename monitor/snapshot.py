@@ -191,11 +191,13 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str | Text]],
     ("Weight sync", (
         ("p50 / p90 / p99", lambda d: " / ".join(fmt_seconds(x) for x in
                                                   (d.weight_sync_p50_s, d.weight_sync_p90_s, d.weight_sync_p99_s))),
-        ("last / max", lambda d: _pair(fmt_seconds(d.weight_sync_last_s), fmt_seconds(d.weight_sync_max_s))),
+        ("last / max", lambda d: _pair(fmt_seconds(d.weight_sync_last_s), fmt_seconds(d.weight_sync_max_s))
+         + (" (per-scrape means)" if d.weight_sync_averaged else "")),
         ("syncs in window", lambda d: fmt_num(d.weight_sync_count)),
         ("bytes/s", lambda d: fmt_bytes_rate(d.weight_sync_bytes_per_s)),
         ("failures in window", lambda d: fmt_num(d.weight_sync_failures)),
         ("policy version", lambda d: fmt_version(d.policy_version)),
+        ("policy unchanged for", lambda d: fmt_duration(d.policy_held_s)),
         ("staleness max / mean", lambda d: _pair(fmt_num(d.staleness_max), fmt_num(d.staleness_mean))),
     )),
     ("Trainer", (

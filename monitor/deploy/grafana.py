@@ -21,6 +21,7 @@ from ptmon.exporters import schema
 from ptmon.monitor import promql
 from ptmon.monitor.deploy.rules import (
     IPD_WINDOW,
+    STALENESS_OFFSET,
     WINDOW,
     ipd_expr,
     marginal_ipd_expr,
@@ -88,7 +89,7 @@ def panels() -> tuple[Panel, ...]:
                     for key, q in promql.QUANTILES.items())),
         Panel("Policy staleness", "Policy versions the rollout workers lag their run's trainer: the furthest "
               "behind in each run and each worker.", "none",
-              (Query(promql.staleness_max(per_run=True, runs=_RUNS), f"{_RUN_LEGEND} max"),
+              (Query(promql.staleness_max(per_run=True, runs=_RUNS, behind=STALENESS_OFFSET), f"{_RUN_LEGEND} max"),
                Query(worker_staleness_expr(_PER_TARGET, runs=_RUNS), _TARGET_LEGEND))),
     )
 

@@ -45,6 +45,8 @@ __all__ = [
     "marginal_ipd_expr",
     "score_expr",
     "worker_staleness_expr",
+    "SCRAPE_INTERVAL_S",
+    "STALENESS_OFFSET",
 ]
 
 WINDOW = "5m"  # the TUI's default window (Settings.window_s = 300 s): same numbers as its default screen
@@ -62,6 +64,10 @@ _PER_TARGET = "job_instance"  # per target (job, instance; plus run when the tar
 _PER_RUN_BENCHMARK = "run_benchmark"
 _RUN = promql.RUN_LABEL
 _RUN_NAME = "run {{ $labels.run }}: "  # alert summaries name the run
+SCRAPE_INTERVAL_S = 5.0  # the shipped scrape config's interval (ptmon.monitor.deploy.files.SCRAPE_INTERVAL)
+# A worker's latest sample is compared with the trainer as it was this long ago: one scrape interval (a
+# worker's latest sample is at most that old) and a margin for a late scrape (promql.trainer_version).
+STALENESS_OFFSET = promql.duration(SCRAPE_INTERVAL_S + 1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,16 +137,20 @@ def marginal_ipd_expr(window: str = IPD_WINDOW, burn_window: str = WINDOW, *, ru
             f"/ on ({_RUN}) group_left () ({promql.burn_dollars_per_hour(burn_window, per_run=True, runs=runs)} > 0)")
 
 
-def worker_staleness_expr(by: tuple[str, ...] = promql.TARGET_BY, *, runs: str = "") -> str:
+def worker_staleness_expr(by: tuple[str, ...] = promql.TARGET_BY, *, runs: str = "",
+                          behind: str = STALENESS_OFFSET) -> str:
     """Versions each worker lags the trainer, at least 0 (as the TUI's rows).
 
     Prometheus scrapes the trainer and a worker at different moments, so a
     worker can read a version ahead of the trainer's last scrape for a few
-    seconds; that is no lag, not negative lag. Each worker against its own
-    run's trainer (label ``run`` added); a worker without run info has no
-    trainer to lag and is left out.
+    seconds; that is no lag, not negative lag. And the trainer's last scrape
+    can be newer than the worker's: the trainer as it was ``behind`` ago (a
+    shipped scrape interval and a margin) is at or before the worker's sample,
+    as the TUI compares each worker with the trainer at its own sample's time.
+    Each worker against its own run's trainer (label ``run`` added); a worker
+    without run info has no trainer to lag and is left out.
     """
-    trainer = promql.with_run(schema.POLICY_VERSION.name, runs=runs)
+    trainer = promql.with_run(promql.trainer_version(behind), runs=runs)
     workers = promql.with_run(schema.ROLLOUT_POLICY_VERSION.name, runs=runs)
     grouping = ", ".join((_RUN, *(b for b in by if b != _RUN)))
     return (f"clamp_min(max by ({_RUN}) ({trainer}) - on ({_RUN}) group_right () "
@@ -175,7 +185,7 @@ def recording_rules() -> list[RecordingRule]:
                                    promql.sync_quantile(q, w, per_run=True),
                                    f"weight-sync latency {key} over {w}, per run"))
     rules += [
-        RecordingRule(f"{_PER_RUN}:staleness_versions:max", promql.staleness_max(per_run=True),
+        RecordingRule(f"{_PER_RUN}:staleness_versions:max", promql.staleness_max(per_run=True, behind=STALENESS_OFFSET),
                       "policy versions the run's furthest-behind worker lags its trainer"),
         RecordingRule(f"{_PER_TARGET}:staleness_versions:current", worker_staleness_expr(),
                       "policy versions each worker lags its run's trainer (label run)"),
@@ -295,21 +305,51 @@ def _loop_rules(th: Thresholds) -> list[AlertRule]:
     ]
 
     rules += _sync_failing_rules(th)
+    rules.append(_policy_not_advancing_rule(th))
     return rules
+
+
+def _policy_not_advancing_rule(th: Thresholds) -> AlertRule:
+    """policy_not_advancing per run: the trainer's version constant over the last ``policy_stuck_s`` while it
+    stepped and tried syncs in them. The TUI counts from the version's last change; PromQL sees the range
+    only, so a version must also have been there at its start (``offset``): a trainer younger than the limit
+    has not held anything that long."""
+    held = promql.duration(th.policy_stuck_s)
+    version = schema.POLICY_VERSION.name
+
+    def per_run(term: str) -> str:
+        return f"max by ({_RUN}) ({promql.with_run(term)})"
+
+    def grew(sample: str) -> str:
+        return f"sum by ({_RUN}) ({promql.with_run(f'increase({sample}[{held}])')}) > 0"
+    steps = grew(promql.counter(schema.TRAINER_STEPS))
+    tried = f"({grew(schema.WEIGHT_SYNC_FAILURES.name)} or {grew(schema.WEIGHT_SYNC_SECONDS.count)})"
+    expr = (f"{per_run(version)} and on ({_RUN}) ({per_run(f'changes({version}[{held}])')} == 0) "
+            f"and on ({_RUN}) {per_run(f'{version} offset {held}')} "
+            f"and on ({_RUN}) ({steps}) and on ({_RUN}) {tried}")
+    return AlertRule(
+        "PtmonPolicyNotAdvancing", "policy_not_advancing", "critical", expr,
+        _RUN_NAME + "policy version {{ $value }} has not moved for over " + held
+        + " while the trainer steps and tries weight syncs",
+        "Every weight sync failed or published nothing new: the rollout fleet samples ever older weights "
+        "while the trainer trains on them.")
 
 
 def _progress_rules(th: Thresholds, k: int) -> list[AlertRule]:
     """Is it still buying progress: staleness, the rollout rate, marginal IPD, eval regression and age."""
     rules: list[AlertRule] = []
-    stale = promql.staleness_max(per_run=True)
+    # The run's furthest-behind worker (one per run: topk), with its job, instance and ptmon_name to name it.
+    worst = f"topk by ({_RUN}) (1, {worker_staleness_expr((*promql.TARGET_BY, schema.TARGET_NAME_LABEL))})"
     warn_v, crit_v = _n(th.staleness_warn), _n(th.staleness_critical)
+    worker = ("{{ with $labels.ptmon_name }}{{ . }} ({{ $labels.instance }}){{ else }}{{ $labels.instance }}"
+              "{{ end }} samples {{ $value }} policy versions behind the trainer (> ")
+    why = ("The run's furthest-behind rollout worker samples with a policy this many versions old (against the "
+           f"trainer's version {STALENESS_OFFSET} ago, at or before the worker's sample: scrape skew is no lag).")
     rules += [
-        AlertRule("PtmonStaleness", "staleness", "critical", f"{stale} > {crit_v}",
-                  _RUN_NAME + "rollouts {{ $value }} policy versions behind the trainer (> " + crit_v + ")",
-                  "The run's furthest-behind rollout worker samples with a policy this many versions old."),
-        AlertRule("PtmonStaleness", "staleness", "warning", f"{stale} > {warn_v} <= {crit_v}",
-                  _RUN_NAME + "rollouts {{ $value }} policy versions behind the trainer (> " + warn_v + ")",
-                  "The run's furthest-behind rollout worker samples with a policy this many versions old."),
+        AlertRule("PtmonStaleness", "staleness", "critical", f"{worst} > {crit_v}",
+                  _RUN_NAME + worker + crit_v + ")", why),
+        AlertRule("PtmonStaleness", "staleness", "warning", f"{worst} > {warn_v} <= {crit_v}",
+                  _RUN_NAME + worker + warn_v + ")", why),
     ]
 
     recent = promql.duration(RECENT_RATE_S)

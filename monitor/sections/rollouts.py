@@ -93,8 +93,9 @@ def _worker_rows(ctx: Context, workers: list[KnownTarget]) -> tuple[WorkerRow, .
         tokens = ctx.rollout_tokens_per_s[n]
         if tokens is None:  # an uninstrumented engine's throughput is the tokens it generated
             tokens = ctx.engine_tokens_per_s[n]
-        version = None if t.down else _worker_version(ctx, n)
-        pv = ctx.policy_version
+        sample = None if t.down else _worker_version(ctx, n)
+        version = None if sample is None else sample[1]
+        pv = None if sample is None else _trainer_version_at(ctx, sample[0])
         staleness = None if version is None or pv is None else max(0.0, pv - version)
         reward_sum, reward_n = mean_parts(ctx.store, n, schema.ROLLOUT_REWARD, ctx.w, signed=_REWARD_SIGNED)
         rate, tokens = rates[n], finite(tokens)
@@ -111,11 +112,23 @@ def _worker_rows(ctx: Context, workers: list[KnownTarget]) -> tuple[WorkerRow, .
     return tuple(rows)
 
 
-def _worker_version(ctx: Context, target: str) -> float | None:
-    """The policy version a worker samples with: the oldest it reports (a pool's stalest live worker)."""
+def _worker_version(ctx: Context, target: str) -> tuple[float, float] | None:
+    """(when, version): the policy version a worker samples with, the oldest it reports (a pool's stalest
+    live worker), with the time of that sample."""
     w = ctx.w
-    values = [v for s in ctx.store.series(target, schema.ROLLOUT_POLICY_VERSION.name) if (v := w.last(s)) is not None]
-    return min(values) if values else None
+    samples = [(sp.last_t, sp.last_v) for s in ctx.store.series(target, schema.ROLLOUT_POLICY_VERSION.name)
+               if (sp := w.span(s)) is not None]
+    return min(samples, key=lambda p: p[1]) if samples else None
+
+
+def _trainer_version_at(ctx: Context, t: float) -> float | None:
+    """The trainer's published version at (or just before) ``t``, from the stored history: each worker is
+    compared with the trainer as it was when the worker's own sample was taken. Against the trainer's latest
+    sample instead, a trainer scraped after the worker reads every version published in between as lag (at
+    a version a second, a healthy fleet read "15 versions behind"). None before the trainer's first sample."""
+    versions = [sp.last_v for k in ctx.live for s in ctx.series(k.name, (schema.POLICY_VERSION.name,))
+                if (sp := s.span(None, t)) is not None]
+    return max(versions) if versions else None
 
 
 def _error_rate(ctx: Context) -> float | None:

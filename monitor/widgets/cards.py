@@ -72,6 +72,7 @@ _SHORT = {
     "policy": "ver",
     "step time": "step",
     "last step": "last",
+    "last avg": "l.avg",
 }
 
 SHORT_LABELS = _SHORT  # what the help screen explains
@@ -129,6 +130,12 @@ def _ago(seconds: float | None) -> str:
     return DASH if seconds is None else f"{fmt_duration(seconds)} ago"
 
 
+def _push_age(age_s: float, limit_s: float) -> Text:
+    """The last eval push's age; "⚠ … ago" in yellow once it is over the limit (the eval_stale alert's)."""
+    text = _ago(max(0.0, age_s))
+    return Text(f"⚠ {text}", style="yellow") if age_s > limit_s else Text(text)
+
+
 def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
     """The label/value rows of one card; pure, so tests read them without a screen."""
     if card == "ipd":
@@ -138,7 +145,10 @@ def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
             ("marginal", f"{fmt_num(d.marginal_ipd_points_per_kilodollar)}/k$"),
             ("$/next pt", fmt_money(d.dollars_per_next_point)),
             (bench, fmt_score(d.score)),
-            ("baseline", fmt_score(d.baseline_score)),
+            # Evals through a Pushgateway: how old the last push is matters more than the baseline (the chart's
+            # dashed line shows that), and past eval_push_max_age_s it is called out.
+            ("baseline", fmt_score(d.baseline_score)) if d.eval_pushed_at is None
+            else ("pushed", _push_age(d.now - d.eval_pushed_at, thresholds.eval_push_max_age_s)),
         ]
     if card == "rollout":
         rate = Text(fmt_rate(d.rollout_rate_per_s))
@@ -157,7 +167,8 @@ def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
         return [
             ("p50", fmt_seconds(d.weight_sync_p50_s)),
             ("p99", fmt_seconds(d.weight_sync_p99_s)),
-            ("last", fmt_seconds(d.weight_sync_last_s)),
+            # a scrape interval's mean when it held several syncs (through a server, say): labelled so
+            ("last avg" if d.weight_sync_averaged else "last", fmt_seconds(d.weight_sync_last_s)),
             ("rate", fmt_bytes_rate(d.weight_sync_bytes_per_s)),
             ("failures", failures),
         ]

@@ -186,3 +186,29 @@ def test_weight_sync_failing_thresholds_are_configurable_and_the_message_counts(
     assert alert.message == "2 of 8 weight syncs failed in the window (25%, 2 since the last success)"
     in_a_row = Thresholds(weight_sync_failures_in_a_row_critical=2.0)
     assert names(evaluate(d, in_a_row))["weight_sync_failing"] == "critical"
+
+
+# --- policy_not_advancing (issue 13): the trainer steps, syncs are tried, the published version holds ----------
+
+@pytest.mark.parametrize(("held", "steps", "tried", "fires"), [
+    (TH.policy_stuck_s + 1, 12.0, 3.0, True),
+    (TH.policy_stuck_s, 12.0, 3.0, False),  # at the limit: not over it
+    (TH.policy_stuck_s + 1, 0.0, 3.0, False),  # no step: trainer_stalled's business, not this
+    (TH.policy_stuck_s + 1, 12.0, 0.0, False),  # no sync tried: a loop that syncs rarely is not stuck
+    (TH.policy_stuck_s + 1, None, 3.0, False),
+    (None, 12.0, 3.0, False),
+])
+def test_policy_not_advancing(held: float | None, steps: float | None, tried: float | None, fires: bool) -> None:
+    d = dash(policy_version=12.0, policy_held_s=held, policy_held_steps=steps, policy_held_sync_attempts=tried)
+    alerts = [a for a in evaluate(d, TH) if a.name == "policy_not_advancing"]
+    assert bool(alerts) is fires
+    if fires:
+        assert alerts[0].level == "critical"
+        assert alerts[0].message == ("policy version 12 has not moved for 5m01s (limit 5m00s) while the trainer "
+                                     "took 12 steps and tried 3 weight syncs")
+
+
+def test_policy_not_advancing_follows_its_threshold() -> None:
+    d = dash(policy_held_s=100.0, policy_held_steps=5.0, policy_held_sync_attempts=1.0)
+    assert "policy_not_advancing" not in names(evaluate(d, TH))
+    assert names(evaluate(d, Thresholds(policy_stuck_s=60.0)))["policy_not_advancing"] == "critical"

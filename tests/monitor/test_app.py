@@ -74,7 +74,7 @@ async def test_first_dashboard_fills_the_screen_and_the_feed_is_started_and_clos
         assert "every 1s" in text and "window 5m" in text
         assert app.table("targets").visible_keys()[0] == "eval"  # sorted by name
         assert len(app.table("workers").visible_keys()) == 6
-        assert app.table("alerts").visible_keys() == ["staleness\0"]  # rollout-3 is 3 versions behind
+        assert app.table("alerts").visible_keys() == ["staleness\0rollout-3"]  # rollout-3 is 3 versions behind
         # the staleness card carries the warn alert's colour; the others stay ok
         assert app.query_one("#card-staleness", Card).level == "warn"
         assert app.query_one("#card-sync", Card).level == "ok"

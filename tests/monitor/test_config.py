@@ -176,6 +176,7 @@ BAD_FILES = [
     ("[alerts]\nweight_sync_p99_critical_s = 0\n", "alerts.weight_sync_p99_critical_s", "a positive number"),
     ("[alerts]\nstall_factor = 0\n", "alerts.stall_factor", "a positive number"),
     ("[alerts]\neval_push_max_age_s = 0\n", "alerts.eval_push_max_age_s", "a positive number"),
+    ("[alerts]\npolicy_stuck_s = 0\n", "alerts.policy_stuck_s", "a positive number"),
     ("[alerts]\nweight_sync_failure_share_critical = 1.5\n", "alerts.weight_sync_failure_share_critical",
      "a fraction between 0 and 1, got 1.5"),
     ("[alerts]\nweight_sync_failures_in_a_row_critical = 0\n", "alerts.weight_sync_failures_in_a_row_critical",

@@ -63,7 +63,7 @@ def test_every_tui_rule_has_its_alert_at_the_tui_levels() -> None:
     two_levels = {"target_down", "weight_sync_slow", "weight_sync_failing", "staleness", "rollout_rate_drop"}
     for rule, seen in levels.items():
         assert seen == ({"warning", "critical"} if rule in two_levels else
-                        {"critical"} if rule == "trainer_stalled" else {"warning"}), rule
+                        {"critical"} if rule in ("trainer_stalled", "policy_not_advancing") else {"warning"}), rule
 
 
 def test_alert_thresholds_are_the_tui_defaults_and_follow_them() -> None:
@@ -78,13 +78,14 @@ def test_alert_thresholds_are_the_tui_defaults_and_follow_them() -> None:
     assert f"- {th.eval_regression_points:g}" in exprs[("eval_regression", "warning")]
 
     assert exprs[("eval_stale", "warning")].endswith(f"> {th.eval_push_max_age_s:g}")
+    assert f"changes(posttrain_policy_version[{th.policy_stuck_s:g}s])" in exprs[("policy_not_advancing", "critical")]
 
     custom = Thresholds(weight_sync_p99_warn_s=7.5, staleness_critical=9.0, stall_min_s=45.0,
                         rollout_drop_ratio=0.25, marginal_ipd_min=1.5, eval_regression_points=0.1,
-                        eval_push_max_age_s=900.0)
+                        eval_push_max_age_s=900.0, policy_stuck_s=600.0)
     text = " ".join(a.expr for a in alerting_rules(custom, marginal_k=3))
     for needle in ("> 7.5 <= 120", "> 9", "45 * group by (run)", "<= 0.25 * (", "<= 1.5)", "- 0.1", ">= 2)",
-                   ") > 900"):
+                   ") > 900", "changes(posttrain_policy_version[600s])", "posttrain_policy_version offset 600s"):
         assert needle in text, needle
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import io
 
 import pytest
+from rich.console import Console
 
 from ptmon.exporters import TrainerExporter, schema
 from ptmon.exporters.serve import serve
@@ -16,7 +18,9 @@ from ptmon.monitor.live import LiveFeed
 from ptmon.monitor.parse import Sample
 from ptmon.monitor.sections.sync import clamp, sync_bounds
 from ptmon.monitor.settings import Settings, Target, Thresholds
+from ptmon.monitor.snapshot import render
 from ptmon.monitor.store import Store
+from ptmon.monitor.widgets.cards import card_rows
 from tests.monitor.helpers import T0, Clock
 from tests.monitor.test_build import NOW, SYNC_TIMES, WINDOW, S, fill
 
@@ -151,3 +155,26 @@ async def test_failures_followed_by_a_success_are_no_run() -> None:
     d = await scrape_a_trainer(0.015, failures_in=(4, 5))
     assert d.weight_sync_failures == 2 and d.weight_sync_failures_in_a_row == 0
     assert {a.name: a.level for a in evaluate(d, Thresholds())}.get("weight_sync_failing") == "warn"
+
+
+# --- several syncs in one scrape interval are a mean, and said to be (issue 14 item 9) ---------------------
+
+async def test_several_syncs_a_scrape_are_labelled_per_scrape_means_on_card_and_snapshot() -> None:
+    def last_label(d: Dashboard) -> str:
+        return str(card_rows("sync", d, Thresholds())[2][0])
+
+    def snapshot_text(d: Dashboard) -> str:
+        buf = io.StringIO()
+        render(d, Console(file=buf, width=200))
+        return buf.getvalue()
+
+    # One sync between scrapes (direct scraping faster than the syncs): each point is that sync's duration.
+    exact = await scrape_a_trainer(0.015)
+    assert exact.weight_sync_averaged is False
+    assert last_label(exact) == "last" and "per-scrape means" not in snapshot_text(exact)
+    # Three between scrapes (a server scraping every 5 s, a fast loop): last and max are the interval's mean.
+    mean = await scrape_a_trainer(0.015, per_round=3)
+    assert mean.weight_sync_averaged is True
+    assert mean.weight_sync_max_s == pytest.approx(0.015)  # the mean of three 15 ms syncs, not a sync seen
+    assert last_label(mean) == "last avg"
+    assert "15ms / 15ms (per-scrape means)" in snapshot_text(mean)

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
+
 from ptmon.monitor.alerts import RULE_CARDS, RULES
 from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth
 from ptmon.monitor.format import DASH
@@ -90,3 +92,22 @@ async def test_a_value_too_wide_for_the_card_is_cut_visibly_never_into_another_n
         assert lines[1] == "-1.00e+308/k$…"  # wider than the card: cut with an ellipsis
         assert lines[2] == "base     0.552"
         assert all(len(line) <= 14 for line in lines)
+
+
+# --- the eval card says how old the last Pushgateway push is (issue 14) ----------------------------------
+
+def test_the_ipd_card_shows_the_last_push_age_and_calls_out_an_old_one() -> None:
+    th = Thresholds(eval_push_max_age_s=3600.0)
+    now = 10_000.0
+
+    def last_row(pushed_at: float | None) -> tuple[str, Text]:
+        label, value = card_rows("ipd", Dashboard(now=now, window_s=300.0, interval_s=1.0, baseline_score=0.4,
+                                                  eval_pushed_at=pushed_at), th)[-1]
+        return str(label), value if isinstance(value, Text) else Text(value)
+
+    assert last_row(None)[0] == "baseline"  # evals scraped directly: no push to age
+    label, value = last_row(now - 125.0)
+    assert (label, value.plain) == ("pushed", "2m05s ago") and not value.spans and not value.style
+    label, value = last_row(now - 7200.0)  # over eval_push_max_age_s: said, in the eval_stale alert's colour
+    assert (label, value.plain, str(value.style)) == ("pushed", "⚠ 2h00m ago", "yellow")
+    assert last_row(now - 3600.0)[1].plain == "1h00m ago"  # at the limit: not over it
