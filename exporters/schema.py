@@ -100,6 +100,35 @@ __all__ = [
     "DCGM_TOTAL_ENERGY",
     "ENGINE_PREFIXES",
     "DCGM_PREFIX",
+    "PRIME_RL_TRAINER_STEP",
+    "PRIME_RL_TRAINER_LOSS",
+    "PRIME_RL_TRAINER_THROUGHPUT",
+    "PRIME_RL_TRAINER_LAST_STEP_TIMESTAMP",
+    "PRIME_RL_TRAINER_GRAD_NORM",
+    "PRIME_RL_TRAINER_PEAK_MEMORY",
+    "PRIME_RL_TRAINER_LEARNING_RATE",
+    "PRIME_RL_TRAINER_MFU",
+    "PRIME_RL_TRAINER_ENTROPY",
+    "PRIME_RL_TRAINER_MISMATCH_KL",
+    "PRIME_RL_TRAINER_KL_ENT_RATIO",
+    "PRIME_RL_TRAINER",
+    "LABEL_PHASE",
+    "SKYRL_TRAINING_PHASE",
+    "SKYRL_GEN_BUFFER_QSIZE",
+    "SKYRL_GEN_BUFFER_MAXSIZE",
+    "SKYRL_PREFIX",
+    "RL_INSIGHT_PREFIX",
+    "VERL_GLOBAL_STEP",
+    "VERL_STEP_SECONDS",
+    "VERL_UPDATE_WEIGHTS_SECONDS",
+    "VERL_LOSS",
+    "VERL_KL",
+    "VERL_ENTROPY",
+    "VERL_GRAD_NORM",
+    "VERL_LEARNING_RATE",
+    "LOOP_SCALARS",
+    "LOOP_TRAINER_NAMES",
+    "LOOP_PREFIXES",
     "counter_aliases",
 ]
 
@@ -320,6 +349,63 @@ DCGM_POWER_USAGE = MetricSpec("DCGM_FI_DEV_POWER_USAGE", "gauge", "GPU power dra
 DCGM_TOTAL_ENERGY = MetricSpec("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
                                "GPU energy since boot, millijoules.")
 
+# Training loops that serve their own state, read with no instrumentation at all.
+# prime-rl's trainer /metrics (PrimeIntellect-ai/prime-rl, src/prime_rl/utils/metrics_server.py:88-105,
+# updated once per step, :151-176): plain gauges in one isolated registry.
+PRIME_RL_TRAINER_STEP = MetricSpec("trainer_step", "gauge", "prime-rl: current training step.")
+PRIME_RL_TRAINER_LOSS = MetricSpec("trainer_loss", "gauge", "prime-rl: training loss of the last step.")
+PRIME_RL_TRAINER_THROUGHPUT = MetricSpec("trainer_throughput_tokens_per_sec", "gauge",
+                                         "prime-rl: tokens per second of forward-backward time (not wall time).")
+PRIME_RL_TRAINER_LAST_STEP_TIMESTAMP = MetricSpec("trainer_last_step_timestamp_seconds", "gauge",
+                                                  "prime-rl: unix time of the last step.", unit="seconds")
+PRIME_RL_TRAINER_GRAD_NORM = MetricSpec("trainer_grad_norm", "gauge", "prime-rl: gradient norm.")
+PRIME_RL_TRAINER_PEAK_MEMORY = MetricSpec("trainer_peak_memory_gib", "gauge", "prime-rl: peak GPU memory, GiB.")
+PRIME_RL_TRAINER_LEARNING_RATE = MetricSpec("trainer_learning_rate", "gauge", "prime-rl: learning rate.")
+PRIME_RL_TRAINER_MFU = MetricSpec("trainer_mfu_percent", "gauge", "prime-rl: model FLOPS utilisation, percent.")
+PRIME_RL_TRAINER_ENTROPY = MetricSpec("trainer_entropy", "gauge", "prime-rl: mean entropy.")
+PRIME_RL_TRAINER_MISMATCH_KL = MetricSpec("trainer_mismatch_kl", "gauge",
+                                          "prime-rl: KL between the trainer's and the inference model's policy.")
+PRIME_RL_TRAINER_KL_ENT_RATIO = MetricSpec("trainer_kl_ent_ratio", "gauge", "prime-rl: mismatch KL / entropy.")
+PRIME_RL_TRAINER: Final = (
+    PRIME_RL_TRAINER_STEP, PRIME_RL_TRAINER_LOSS, PRIME_RL_TRAINER_THROUGHPUT, PRIME_RL_TRAINER_LAST_STEP_TIMESTAMP,
+    PRIME_RL_TRAINER_GRAD_NORM, PRIME_RL_TRAINER_PEAK_MEMORY, PRIME_RL_TRAINER_LEARNING_RATE, PRIME_RL_TRAINER_MFU,
+    PRIME_RL_TRAINER_ENTROPY, PRIME_RL_TRAINER_MISMATCH_KL, PRIME_RL_TRAINER_KL_ENT_RATIO)
+# SkyRL's fully async trainer through Ray's metrics agent (``ray_`` prefix; NovaSky-AI/SkyRL,
+# skyrl/train/utils/metrics.py: TrainingPhaseGauge, ScalarGauges; set in skyrl/train/fully_async_trainer.py:
+# maxsize :350, qsize at each step's start :531, phases around each block, e.g. sync_weights :597).
+LABEL_PHASE: Final = "phase"
+SKYRL_TRAINING_PHASE = MetricSpec("ray_skyrl_training_phase", "gauge",
+                                  "SkyRL: 1 while the trainer is in this macro-phase, else 0.", labels=(LABEL_PHASE,))
+SKYRL_GEN_BUFFER_QSIZE = MetricSpec("ray_skyrl_gen_buffer_qsize", "gauge",
+                                    "SkyRL: completed generation groups buffered at the step's start.")
+SKYRL_GEN_BUFFER_MAXSIZE = MetricSpec("ray_skyrl_gen_buffer_maxsize", "gauge",
+                                      "SkyRL: staleness-bounded generation-buffer capacity.")
+SKYRL_PREFIX: Final = "ray_skyrl_"
+# verl's RL-Insight logger (volcengine/verl, verl/utils/tracking.py: RLInsightLogger.log) sets one gauge per
+# per-step key with "/" replaced by "_", under RL-Insight's namespace (verl-project/rl-insight,
+# rl_insight/utils/constants.py: MonitorDefaults.NAMESPACE): timing_s/step -> rl_insight_monitor_timing_s_step.
+RL_INSIGHT_PREFIX: Final = "rl_insight_monitor_"
+VERL_GLOBAL_STEP = MetricSpec(RL_INSIGHT_PREFIX + "training_global_step", "gauge", "verl: training/global_step.")
+VERL_STEP_SECONDS = MetricSpec(RL_INSIGHT_PREFIX + "timing_s_step", "gauge", "verl: timing_s/step, seconds.")
+VERL_UPDATE_WEIGHTS_SECONDS = MetricSpec(RL_INSIGHT_PREFIX + "timing_s_update_weights", "gauge",
+                                         "verl: timing_s/update_weights, seconds of the last weight sync.")
+VERL_LOSS = MetricSpec(RL_INSIGHT_PREFIX + "actor_pg_loss", "gauge", "verl: actor/pg_loss.")
+VERL_KL = MetricSpec(RL_INSIGHT_PREFIX + "actor_kl_loss", "gauge", "verl: actor/kl_loss.")
+VERL_ENTROPY = MetricSpec(RL_INSIGHT_PREFIX + "actor_entropy", "gauge", "verl: actor/entropy.")
+VERL_GRAD_NORM = MetricSpec(RL_INSIGHT_PREFIX + "actor_grad_norm", "gauge", "verl: actor/grad_norm.")
+VERL_LEARNING_RATE = MetricSpec(RL_INSIGHT_PREFIX + "actor_lr", "gauge", "verl: actor/lr.")
+# The trainer scalars each loop serves, by ptmon's name for them (prime-rl's mismatch KL is to the inference
+# policy, not the reference: not ptmon's kl).
+LOOP_SCALARS: Final = {
+    "loss": (PRIME_RL_TRAINER_LOSS, VERL_LOSS), "kl": (VERL_KL,),
+    "entropy": (PRIME_RL_TRAINER_ENTROPY, VERL_ENTROPY), "grad_norm": (PRIME_RL_TRAINER_GRAD_NORM, VERL_GRAD_NORM),
+    "learning_rate": (PRIME_RL_TRAINER_LEARNING_RATE, VERL_LEARNING_RATE)}
+# Names that make a target a trainer (its own step counter or timestamp); SkyRL's phase gauge is weaker: a Ray
+# agent serving it may also serve vLLM, whose engine role wins.
+LOOP_TRAINER_NAMES: Final = (PRIME_RL_TRAINER_STEP.name, PRIME_RL_TRAINER_LAST_STEP_TIMESTAMP.name,
+                             VERL_GLOBAL_STEP.name)
+LOOP_PREFIXES: Final = (*(s.name for s in PRIME_RL_TRAINER), SKYRL_PREFIX, RL_INSIGHT_PREFIX)
+
 # Behind Ray's metrics agent vLLM's names become ray_vllm_... with ':' turned into '_'.
 ENGINE_PREFIXES: Final = ("vllm:", "sglang:", "ray_vllm_", "vllm_", "sglang_")
 DCGM_PREFIX: Final = "DCGM_FI_"
@@ -342,7 +428,7 @@ DEMO_JOB_PREFIX: Final = "posttrain-"
 # What the monitor reads: its own metrics, inference engines', DCGM's. A target exposing none of these
 # answers but shows nothing ("nothing recognised").
 OWN_PREFIX: Final = "posttrain_"
-READ_PREFIXES: Final = (OWN_PREFIX, *ENGINE_PREFIXES, DCGM_PREFIX)
+READ_PREFIXES: Final = (OWN_PREFIX, *ENGINE_PREFIXES, DCGM_PREFIX, *LOOP_PREFIXES)
 
 __all__ += [
     "PROMETHEUS_UP",

@@ -29,6 +29,7 @@ from ptmon.monitor.sections.cost import cost
 from ptmon.monitor.sections.engines import engines
 from ptmon.monitor.sections.identity import identity
 from ptmon.monitor.sections.intelligence import intelligence
+from ptmon.monitor.sections.loops import loop
 from ptmon.monitor.sections.rollouts import rollouts
 from ptmon.monitor.sections.sync import weight_sync
 from ptmon.monitor.sections.trainer import trainer
@@ -56,8 +57,8 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
                   evaluated=evaluated, rates_since=rates_since)
     return _known_numbers(Dashboard(
         now=now, window_s=window_s, interval_s=settings.interval_s,
-        **identity(ctx), **trainer(ctx), **weight_sync(ctx), **rollouts(ctx), **engines(ctx), **cost(ctx),
-        **intelligence(ctx),
+        **identity(ctx), **trainer(ctx), **loop(ctx), **weight_sync(ctx), **rollouts(ctx), **engines(ctx),
+        **cost(ctx), **intelligence(ctx),
     ))
 
 

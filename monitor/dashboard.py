@@ -139,6 +139,11 @@ class Dashboard:
     entropy: float | None = None
     grad_norm: float | None = None
     learning_rate: float | None = None
+    # what a training loop serves of itself (SkyRL's Ray gauges): the macro-phase it is in (literal scraped
+    # text, e.g. "sync_weights"; None between phases or unknown) and its generation buffer's depth and capacity
+    trainer_phase: str | None = None
+    generation_buffer: float | None = None
+    generation_buffer_max: float | None = None
 
     # GPUs (DCGM)
     gpu_util_percent: float | None = None  # mean over GPUs

@@ -1,4 +1,8 @@
-"""The trainer: step rate and time, time since the last step, its latest scalars and published policy."""
+"""The trainer: step rate and time, time since the last step, its latest scalars and published policy.
+
+ptmon's own trainer metrics first; where they say nothing, what a training loop serves itself
+(``ptmon.monitor.sections.loops``: prime-rl's trainer gauges, verl's RL-Insight gauges).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from ptmon.monitor.derive import histogram_quantile
 from ptmon.monitor.evaluated import prefer
 from ptmon.monitor.histograms import buckets_by_le, histogram_pairs, increase_ratio
 from ptmon.monitor.sections.context import Context
+from ptmon.monitor.sections.loops import loop_last_step_at, loop_scalar, loop_step_time, loop_steps_per_s
 from ptmon.monitor.window import finite
 
 __all__ = ["TrainerFields", "trainer"]
@@ -31,12 +36,14 @@ class TrainerFields(TypedDict):
 
 
 def trainer(ctx: Context) -> TrainerFields:
-    scalars = {key: values[-1] if (values := ctx.live_lasts((spec.name,))) else None
+    scalars = {key: values[-1] if (values := ctx.live_lasts((spec.name,))) else loop_scalar(ctx, key)
                for key, spec in schema.TRAINER_SCALARS.items()}
+    steps = prefer(ctx.served("steps"), ctx.rate_sum(exposed.TRAINER_STEPS))
+    step_seconds = prefer(ctx.served("step_seconds"), _mean_step_seconds(ctx))
     return TrainerFields(
         policy_version=ctx.policy_version,
-        steps_per_s=prefer(ctx.served("steps"), ctx.rate_sum(exposed.TRAINER_STEPS)),
-        step_seconds=prefer(ctx.served("step_seconds"), _mean_step_seconds(ctx)),
+        steps_per_s=steps if steps is not None else loop_steps_per_s(ctx),
+        step_seconds=step_seconds if step_seconds is not None else loop_step_time(ctx),
         step_seconds_median=_median_step_seconds(ctx),
         seconds_since_last_step=_since_last_step(ctx),
         trainer_tokens_per_s=prefer(ctx.served("trainer_tokens"), ctx.rate_sum(exposed.TRAINER_TOKENS)),
@@ -67,4 +74,5 @@ def _median_step_seconds(ctx: Context) -> float | None:
 def _since_last_step(ctx: Context) -> float | None:
     lasts = [p[1] for n in ctx.names for s in ctx.store.series(n, schema.TRAINER_LAST_STEP_TIMESTAMP.name)
              if (p := s.last()) is not None and math.isfinite(p[1]) and p[1] > 0]
-    return max(0.0, ctx.now - max(lasts)) if lasts else None
+    last = max(lasts) if lasts else loop_last_step_at(ctx)
+    return max(0.0, ctx.now - last) if last is not None else None

@@ -170,10 +170,27 @@ def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
             ("steps", fmt_rate(d.steps_per_s)),
             ("step time", fmt_seconds(d.step_seconds)),
             ("last step", _ago(d.seconds_since_last_step)),
-            ("tokens", fmt_rate(d.trainer_tokens_per_s)),
-            ("loss", fmt_num(d.loss)),
+            _trainer_tokens_row(d),
+            _trainer_phase_row(d),
         ]
     raise ValueError(f"unknown card {card!r}")
+
+
+def _trainer_tokens_row(d: Dashboard) -> CardRow:
+    """Tokens/s; where no trainer says (a loop serving only its own gauges), the loop's generation buffer."""
+    if d.trainer_tokens_per_s is None and d.generation_buffer is not None:
+        return ("buffer", f"{fmt_num(d.generation_buffer)}/{fmt_num(d.generation_buffer_max)}")
+    return ("tokens", fmt_rate(d.trainer_tokens_per_s))
+
+
+def _trainer_phase_row(d: Dashboard) -> CardRow:
+    """The loop's phase where it serves one ("in sync_weights": what it is doing now beats the last loss;
+    the snapshot keeps both), else the loss."""
+    if d.trainer_phase is not None:
+        phase = Text("in ")
+        phase.append_text(lit(d.trainer_phase))
+        return ("phase", phase)
+    return ("loss", fmt_num(d.loss))
 
 
 class Card(LineWidget):
