@@ -62,6 +62,14 @@ __all__ = [
     "WEIGHT_SYNC_FAILURE_SECONDS",
     "TRAINER_DROPPED",
     "SAMPLE_STALENESS",
+    "IDLE_SECONDS",
+    "IDLE_REASONS",
+    "IDLE_ROLES",
+    "IDLE_WAIT_FOR_BATCH",
+    "IDLE_WAIT_FOR_POLICY",
+    "LABEL_STAT",
+    "LABEL_SOURCE",
+    "LABEL_REASON",
     "LOSS",
     "KL",
     "ENTROPY",
@@ -160,6 +168,9 @@ LABEL_INSTANCE: Final = "instance"
 LABEL_HOSTNAME: Final = "hostname"
 LABEL_UUID: Final = "uuid"
 LABEL_GPU: Final = "gpu"
+LABEL_STAT: Final = "stat"  # posttrain_sample_staleness: mean or max
+LABEL_SOURCE: Final = "source"  # posttrain_sample_staleness: who measured it (the trainer, a framework)
+LABEL_REASON: Final = "reason"  # dropped samples, idle time: why
 # Why a trainer discarded samples it was given (a closed set: each reason is one series).
 DROP_REASONS: Final = ("stale", "filtered", "error", "other")
 # What posttrain_sample_staleness reports over the samples of the last step.
@@ -265,12 +276,21 @@ WEIGHT_SYNC_FAILURES = MetricSpec("posttrain_weight_sync_failures_total", "count
 WEIGHT_SYNC_FAILURE_SECONDS = MetricSpec("posttrain_weight_sync_failure_seconds_total", "counter",
                                          "Wall time spent in weight syncs that raised.", unit="seconds")
 TRAINER_DROPPED = MetricSpec("posttrain_trainer_dropped_samples_total", "counter",
-                             "Samples the trainer discarded instead of training on, by reason.", labels=("reason",))
+                             "Samples the trainer discarded instead of training on, by reason.", labels=(LABEL_REASON,))
 # Staleness as measured where samples are consumed (the trainer or a framework), next to the monitor's own
 # version difference: ``source`` names who measured it, so definitions that differ stay apart.
 SAMPLE_STALENESS = MetricSpec("posttrain_sample_staleness", "gauge",
                               "Staleness of the samples the last step trained on, in policy versions, "
-                              "as measured by the named source.", labels=("stat", "source"))
+                              "as measured by the named source.", labels=(LABEL_STAT, LABEL_SOURCE))
+# Time the loop waited instead of working, as a framework times it: the trainer for a batch (its GPUs idle)
+# or inference for a new policy (the rollout GPUs idle). Each reason bills the GPUs of IDLE_ROLES[reason].
+IDLE_WAIT_FOR_BATCH: Final = "wait_for_batch"
+IDLE_WAIT_FOR_POLICY: Final = "wait_for_policy"
+IDLE_REASONS: Final = (IDLE_WAIT_FOR_BATCH, IDLE_WAIT_FOR_POLICY)
+IDLE_ROLES: Final = {IDLE_WAIT_FOR_BATCH: ROLE_TRAINER, IDLE_WAIT_FOR_POLICY: ROLE_ROLLOUT}
+IDLE_SECONDS = MetricSpec("posttrain_idle_seconds_total", "counter",
+                          "Wall time the loop waited instead of working, by what it waited for.", unit="seconds",
+                          labels=(LABEL_REASON,))
 
 LOSS = MetricSpec("posttrain_loss", "gauge", "Training loss of the last step.")
 KL = MetricSpec("posttrain_kl", "gauge", "KL divergence to the reference policy at the last step.")
@@ -321,7 +341,7 @@ EXPORTER_ERRORS = MetricSpec("posttrain_exporter_errors_total", "counter",
 CONTRACT: Final[tuple[MetricSpec, ...]] = (
     RUN_INFO, TRAINER_STEPS, TRAINER_STEP_SECONDS, TRAINER_TOKENS, TRAINER_LAST_STEP_TIMESTAMP,
     POLICY_VERSION, WEIGHT_SYNC_SECONDS, WEIGHT_SYNC_BYTES, WEIGHT_SYNC_FAILURES, WEIGHT_SYNC_FAILURE_SECONDS,
-    TRAINER_DROPPED, SAMPLE_STALENESS, LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE,
+    TRAINER_DROPPED, SAMPLE_STALENESS, IDLE_SECONDS, LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE,
     ROLLOUTS, ROLLOUT_TOKENS, ROLLOUT_SECONDS, ROLLOUT_REWARD, ROLLOUT_REWARD_POSITIVE,
     ROLLOUT_REWARD_NEGATIVE, ROLLOUT_POLICY_VERSION,
     EVAL_SCORE, EVAL_POLICY_VERSION, EVAL_SAMPLES,

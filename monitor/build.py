@@ -27,6 +27,7 @@ from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.sections.context import Context
 from ptmon.monitor.sections.cost import cost
 from ptmon.monitor.sections.engines import engines
+from ptmon.monitor.sections.framework import framework
 from ptmon.monitor.sections.identity import identity
 from ptmon.monitor.sections.intelligence import intelligence
 from ptmon.monitor.sections.loops import loop
@@ -58,7 +59,7 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     return _known_numbers(Dashboard(
         now=now, window_s=window_s, interval_s=settings.interval_s,
         **identity(ctx), **trainer(ctx), **loop(ctx), **weight_sync(ctx), **rollouts(ctx), **engines(ctx),
-        **cost(ctx), **intelligence(ctx),
+        **cost(ctx), **intelligence(ctx), **framework(ctx),
     ))
 
 

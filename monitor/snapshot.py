@@ -124,6 +124,19 @@ def _by_role(spend: tuple[tuple[str, float], ...]) -> Text:
     return out
 
 
+def _spend(d: Dashboard) -> Text:
+    """Spend, or why it is unknown: the targets are scraped names, so each goes through ``lit``."""
+    if not d.gpus_unknown:
+        return Text(fmt_money(d.spend_dollars))
+    out = Text("unknown: no GPU count from ")
+    for i, name in enumerate(d.gpus_unknown):
+        if i:
+            out.append(", ")
+        out.append_text(lit(name))
+    out.append(" (gpus= or PTMON_GPUS)")
+    return out
+
+
 _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str | Text]], ...]], ...] = (
     ("Rollouts", (
         ("rollouts/s", lambda d: fmt_num(d.rollout_rate_per_s)),
@@ -161,7 +174,7 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str | Text]],
         ("power (total)", lambda d: _unit(fmt_num(d.gpu_power_watts), " W")),
     )),
     ("Cost", (
-        ("spend", lambda d: fmt_money(d.spend_dollars)),
+        ("spend", lambda d: _spend(d)),
         ("by role", lambda d: _by_role(d.spend_by_role)),
         ("burn", lambda d: _unit(fmt_money(d.burn_dollars_per_hour), "/h")),
         ("per 1M rollout tokens", lambda d: fmt_money(d.dollars_per_million_rollout_tokens)),
@@ -174,6 +187,25 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str | Text]],
         ("$ per next point", lambda d: fmt_money(d.dollars_per_next_point)),
     )),
 )
+
+
+def _framework_rows(d: Dashboard, numbers: Table) -> None:
+    """The framework's own staleness and bubbles, each with its definition (sources are scraped: ``lit``)."""
+    if not d.framework_staleness and not d.bubbles:
+        return
+    numbers.add_row(Text("The framework's own", style="underline"), Text())
+    for source, mean, worst, definition in d.framework_staleness:
+        label = Text("staleness max / mean (")
+        label.append_text(lit(source))
+        label.append(")")
+        numbers.add_row(label, _cell(_pair(fmt_num(worst), fmt_num(mean))))
+        numbers.add_row(Text("  defined as", style="dim"), Text(definition, style="dim"))
+    for reason, share, dollars, definition in d.bubbles:
+        value = f"{fmt_num(share * 100, 2)}% of wall time"
+        if dollars is not None:
+            value += f", {fmt_money(dollars)}/h burnt waiting"
+        numbers.add_row(Text(f"bubble: {reason}"), Text(value))
+        numbers.add_row(Text("  defined as", style="dim"), Text(definition, style="dim"))
 
 
 def _cell(value: str | Text) -> Text:
@@ -205,6 +237,7 @@ def render(d: Dashboard, console: Console) -> None:
             numbers.add_row(_cell("benchmark"), lit(d.benchmark))
         for label, value in rows:
             numbers.add_row(_cell(label), _cell(value(d)))
+    _framework_rows(d, numbers)
     console.print(numbers)
 
     targets = Table(title="Targets")
