@@ -180,3 +180,31 @@ def test_an_engine_behind_the_same_ray_agent_stays_an_engine() -> None:
     assert detect_role(configured=None, run_info_roles=(), names=names[:1]) == "trainer"
     assert detect_role(configured=None, run_info_roles=(), names=("trainer_step", "vllm:num_requests_running")) \
         == "trainer"
+
+
+async def test_the_tui_shows_a_skyrl_loop_in_sync_weights_with_its_buffer() -> None:
+    """On screen: the real app on a real LiveFeed scraping the stand-in over loopback."""
+    from ptmon.monitor.app import PtmonApp
+    from ptmon.monitor.config import load_settings
+    from ptmon.monitor.widgets import Card
+    from tests.monitor.screen import screen_text
+
+    skyrl, phase, qsize = skyrl_ray_agent()
+    for name in SKYRL_PHASES:
+        phase.labels(Component="core_worker", SessionName="session_1", phase=name).set(
+            1.0 if name == "sync_weights" else 0.0)
+    qsize.labels(Component="core_worker", SessionName="session_1").set(5)
+    with serve(skyrl) as sky_srv:
+        app = PtmonApp(LiveFeed(load_settings(urls=[sky_srv.url], interval_s=0.2)), interval_s=0.2, window_s=60.0)
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(200):
+                d = app.dashboard
+                if d is not None and d.trainer_phase is not None:
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause()
+            rows = {str(k): str(v) for k, v in app.query_one("#card-trainer", Card).rows}
+            assert rows["phase"] == "in sync_weights"
+            assert rows["buffer"] == "5/8"
+            text = screen_text(app)
+            assert "in sync_weights" in text and "5/8" in text
