@@ -197,13 +197,12 @@ async def test_the_tui_shows_a_skyrl_loop_in_sync_weights_with_its_buffer() -> N
     with serve(skyrl) as sky_srv:
         app = PtmonApp(LiveFeed(load_settings(urls=[sky_srv.url], interval_s=0.2)), interval_s=0.2, window_s=60.0)
         async with app.run_test(size=(160, 48)) as pilot:
-            for _ in range(200):
-                d = app.dashboard
-                if d is not None and d.trainer_phase is not None:
+            card = app.query_one("#card-trainer", Card)
+            for _ in range(600):  # up to 30 s: a loaded machine scrapes and paints late
+                if any(str(k) == "phase" for k, _ in card.rows) and "in sync_weights" in screen_text(app):
                     break
                 await pilot.pause(0.05)
-            await pilot.pause()
-            rows = {str(k): str(v) for k, v in app.query_one("#card-trainer", Card).rows}
+            rows = {str(k): str(v) for k, v in card.rows}
             assert rows["phase"] == "in sync_weights"
             assert rows["buffer"] == "5/8"
             text = screen_text(app)
