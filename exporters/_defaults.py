@@ -7,7 +7,8 @@ own launcher. So every identity and cost argument may be left out:
 - ``run``: ``PTMON_RUN``, else one name generated per process (logged once),
   shared by every exporter of the process so its roles stay one run;
 - ``model`` and ``algorithm``: ``"unknown"``;
-- ``gpus``: ``PTMON_GPUS``, else 0 with one log line saying spend is unknown.
+- ``gpus``: ``PTMON_GPUS``, else unknown (None), with one log line saying spend is unknown: such a
+  role exposes NaN GPUs and no GPU-seconds, so the monitor says its spend is unknown, never $0.
   The variable describes the whole process, so it is counted once: the
   process's first exporter left without ``gpus=`` takes it and later ones (a
   colocated rollout or eval role, on the same registry or another) get 0;
@@ -92,17 +93,18 @@ def _env_number(env: Mapping[str, str], name: str) -> float | None:
     return number
 
 
-def resolve_gpus(gpus: float | None, *, role: str, environ: Mapping[str, str] | None = None) -> float:
-    """``gpus``, else ``PTMON_GPUS`` for the process's first exporter (0 for the rest), else 0 (logged once)."""
+def resolve_gpus(gpus: float | None, *, role: str, environ: Mapping[str, str] | None = None) -> float | None:
+    """``gpus``, else ``PTMON_GPUS`` for the process's first exporter (0 for the rest), else None: unknown
+    (logged once)."""
     global _gpus_claimed
     if gpus is not None:
         return gpus
     env = os.environ if environ is None else environ
     from_env = _env_number(env, ENV_GPUS)
     if from_env is None:
-        _once("gpus", "ptmon exporter (%s): no GPU count given (gpus= or %s): counting 0 GPUs, so this "
+        _once("gpus", "ptmon exporter (%s): no GPU count given (gpus= or %s): GPUs unknown, so this "
               "run's spend is unknown to ptmon", role, ENV_GPUS)
-        return 0.0
+        return None
     with _lock:
         if _gpus_claimed:
             return 0.0  # the process's GPUs are already counted by another of its exporters

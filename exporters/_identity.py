@@ -135,7 +135,7 @@ class ProcessMetrics:
         _build.fork_safe(self, "_lock")
         _build.fork_safe(registry, "_lock")  # prometheus_client's: register, collect and scrape take it
 
-    def add_role(self, *, run: str, model: str, algorithm: str, role: str, gpus: float,
+    def add_role(self, *, run: str, model: str, algorithm: str, role: str, gpus: float | None,
                  gpu_hour_price: float, clock: Clock) -> GpuMeter:
         meter = GpuMeter(gpus=gpus, gpu_hour_price=gpu_hour_price, clock=clock)
         self.info.add(run=run, model=model, algorithm=algorithm, role=role)

@@ -15,6 +15,7 @@ pool exports its cost from the parent; see ``ptmon.exporters.serve.multiprocess_
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterator
 
@@ -56,13 +57,15 @@ def check_price(price: object) -> float:
 class GpuMeter:
     """GPU count and GPU-seconds of one role; thread-safe, no background thread."""
 
-    __slots__ = ("_clock", "_lock", "_gpus", "_banked", "_since", "price", "__weakref__")
+    __slots__ = ("_clock", "_lock", "_gpus", "_banked", "_since", "price", "known", "__weakref__")
 
-    def __init__(self, *, gpus: float, gpu_hour_price: float, clock: Clock) -> None:
+    def __init__(self, *, gpus: float | None, gpu_hour_price: float, clock: Clock) -> None:
+        """``gpus`` None: unknown (counted as 0, and not exposed) until ``set_gpus`` gives a count."""
         self._clock = clock
         self._lock = threading.Lock()
         _build.fork_safe(self, "_lock")
-        self._gpus = check_gpus(gpus)
+        self.known = gpus is not None
+        self._gpus = 0.0 if gpus is None else check_gpus(gpus)
         self.price = check_price(gpu_hour_price)
         self._banked = 0.0
         self._since = clock()
@@ -78,6 +81,7 @@ class GpuMeter:
             self._banked = gpu_seconds(banked=self._banked, gpus=self._gpus, since=self._since, now=now)
             self._since = max(now, self._since)
             self._gpus = gpus
+            self.known = True
 
     def read(self) -> tuple[float, float]:
         """(GPUs now, GPU-seconds now), consistent with each other."""
@@ -112,8 +116,11 @@ class GpuCostCollector(Collector):
             meters = sorted(self._meters.items())
         for role, meter in meters:
             count, total = meter.read()
-            gpus.add_metric([role], count)
-            seconds.add_metric([role], total)
+            if meter.known:
+                gpus.add_metric([role], count)
+                seconds.add_metric([role], total)
+            else:  # unknown: NaN GPUs (the monitor says spend is unknown) and no GPU-seconds to bill as $0
+                gpus.add_metric([role], math.nan)
             price.add_metric([role], meter.price)
         yield gpus
         yield seconds

@@ -62,6 +62,14 @@ __all__ = [
     "WEIGHT_SYNC_FAILURE_SECONDS",
     "TRAINER_DROPPED",
     "SAMPLE_STALENESS",
+    "IDLE_SECONDS",
+    "IDLE_REASONS",
+    "IDLE_ROLES",
+    "IDLE_WAIT_FOR_BATCH",
+    "IDLE_WAIT_FOR_POLICY",
+    "LABEL_STAT",
+    "LABEL_SOURCE",
+    "LABEL_REASON",
     "LOSS",
     "KL",
     "ENTROPY",
@@ -100,6 +108,35 @@ __all__ = [
     "DCGM_TOTAL_ENERGY",
     "ENGINE_PREFIXES",
     "DCGM_PREFIX",
+    "PRIME_RL_TRAINER_STEP",
+    "PRIME_RL_TRAINER_LOSS",
+    "PRIME_RL_TRAINER_THROUGHPUT",
+    "PRIME_RL_TRAINER_LAST_STEP_TIMESTAMP",
+    "PRIME_RL_TRAINER_GRAD_NORM",
+    "PRIME_RL_TRAINER_PEAK_MEMORY",
+    "PRIME_RL_TRAINER_LEARNING_RATE",
+    "PRIME_RL_TRAINER_MFU",
+    "PRIME_RL_TRAINER_ENTROPY",
+    "PRIME_RL_TRAINER_MISMATCH_KL",
+    "PRIME_RL_TRAINER_KL_ENT_RATIO",
+    "PRIME_RL_TRAINER",
+    "LABEL_PHASE",
+    "SKYRL_TRAINING_PHASE",
+    "SKYRL_GEN_BUFFER_QSIZE",
+    "SKYRL_GEN_BUFFER_MAXSIZE",
+    "SKYRL_PREFIX",
+    "RL_INSIGHT_PREFIX",
+    "VERL_GLOBAL_STEP",
+    "VERL_STEP_SECONDS",
+    "VERL_UPDATE_WEIGHTS_SECONDS",
+    "VERL_LOSS",
+    "VERL_KL",
+    "VERL_ENTROPY",
+    "VERL_GRAD_NORM",
+    "VERL_LEARNING_RATE",
+    "LOOP_SCALARS",
+    "LOOP_TRAINER_NAMES",
+    "LOOP_PREFIXES",
     "counter_aliases",
 ]
 
@@ -131,6 +168,9 @@ LABEL_INSTANCE: Final = "instance"
 LABEL_HOSTNAME: Final = "hostname"
 LABEL_UUID: Final = "uuid"
 LABEL_GPU: Final = "gpu"
+LABEL_STAT: Final = "stat"  # posttrain_sample_staleness: mean or max
+LABEL_SOURCE: Final = "source"  # posttrain_sample_staleness: who measured it (the trainer, a framework)
+LABEL_REASON: Final = "reason"  # dropped samples, idle time: why
 # Why a trainer discarded samples it was given (a closed set: each reason is one series).
 DROP_REASONS: Final = ("stale", "filtered", "error", "other")
 # What posttrain_sample_staleness reports over the samples of the last step.
@@ -236,12 +276,21 @@ WEIGHT_SYNC_FAILURES = MetricSpec("posttrain_weight_sync_failures_total", "count
 WEIGHT_SYNC_FAILURE_SECONDS = MetricSpec("posttrain_weight_sync_failure_seconds_total", "counter",
                                          "Wall time spent in weight syncs that raised.", unit="seconds")
 TRAINER_DROPPED = MetricSpec("posttrain_trainer_dropped_samples_total", "counter",
-                             "Samples the trainer discarded instead of training on, by reason.", labels=("reason",))
+                             "Samples the trainer discarded instead of training on, by reason.", labels=(LABEL_REASON,))
 # Staleness as measured where samples are consumed (the trainer or a framework), next to the monitor's own
 # version difference: ``source`` names who measured it, so definitions that differ stay apart.
 SAMPLE_STALENESS = MetricSpec("posttrain_sample_staleness", "gauge",
                               "Staleness of the samples the last step trained on, in policy versions, "
-                              "as measured by the named source.", labels=("stat", "source"))
+                              "as measured by the named source.", labels=(LABEL_STAT, LABEL_SOURCE))
+# Time the loop waited instead of working, as a framework times it: the trainer for a batch (its GPUs idle)
+# or inference for a new policy (the rollout GPUs idle). Each reason bills the GPUs of IDLE_ROLES[reason].
+IDLE_WAIT_FOR_BATCH: Final = "wait_for_batch"
+IDLE_WAIT_FOR_POLICY: Final = "wait_for_policy"
+IDLE_REASONS: Final = (IDLE_WAIT_FOR_BATCH, IDLE_WAIT_FOR_POLICY)
+IDLE_ROLES: Final = {IDLE_WAIT_FOR_BATCH: ROLE_TRAINER, IDLE_WAIT_FOR_POLICY: ROLE_ROLLOUT}
+IDLE_SECONDS = MetricSpec("posttrain_idle_seconds_total", "counter",
+                          "Wall time the loop waited instead of working, by what it waited for.", unit="seconds",
+                          labels=(LABEL_REASON,))
 
 LOSS = MetricSpec("posttrain_loss", "gauge", "Training loss of the last step.")
 KL = MetricSpec("posttrain_kl", "gauge", "KL divergence to the reference policy at the last step.")
@@ -292,7 +341,7 @@ EXPORTER_ERRORS = MetricSpec("posttrain_exporter_errors_total", "counter",
 CONTRACT: Final[tuple[MetricSpec, ...]] = (
     RUN_INFO, TRAINER_STEPS, TRAINER_STEP_SECONDS, TRAINER_TOKENS, TRAINER_LAST_STEP_TIMESTAMP,
     POLICY_VERSION, WEIGHT_SYNC_SECONDS, WEIGHT_SYNC_BYTES, WEIGHT_SYNC_FAILURES, WEIGHT_SYNC_FAILURE_SECONDS,
-    TRAINER_DROPPED, SAMPLE_STALENESS, LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE,
+    TRAINER_DROPPED, SAMPLE_STALENESS, IDLE_SECONDS, LOSS, KL, ENTROPY, GRAD_NORM, LEARNING_RATE,
     ROLLOUTS, ROLLOUT_TOKENS, ROLLOUT_SECONDS, ROLLOUT_REWARD, ROLLOUT_REWARD_POSITIVE,
     ROLLOUT_REWARD_NEGATIVE, ROLLOUT_POLICY_VERSION,
     EVAL_SCORE, EVAL_POLICY_VERSION, EVAL_SAMPLES,
@@ -320,6 +369,63 @@ DCGM_POWER_USAGE = MetricSpec("DCGM_FI_DEV_POWER_USAGE", "gauge", "GPU power dra
 DCGM_TOTAL_ENERGY = MetricSpec("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
                                "GPU energy since boot, millijoules.")
 
+# Training loops that serve their own state, read with no instrumentation at all.
+# prime-rl's trainer /metrics (PrimeIntellect-ai/prime-rl, src/prime_rl/utils/metrics_server.py:88-105,
+# updated once per step, :151-176): plain gauges in one isolated registry.
+PRIME_RL_TRAINER_STEP = MetricSpec("trainer_step", "gauge", "prime-rl: current training step.")
+PRIME_RL_TRAINER_LOSS = MetricSpec("trainer_loss", "gauge", "prime-rl: training loss of the last step.")
+PRIME_RL_TRAINER_THROUGHPUT = MetricSpec("trainer_throughput_tokens_per_sec", "gauge",
+                                         "prime-rl: tokens per second of forward-backward time (not wall time).")
+PRIME_RL_TRAINER_LAST_STEP_TIMESTAMP = MetricSpec("trainer_last_step_timestamp_seconds", "gauge",
+                                                  "prime-rl: unix time of the last step.", unit="seconds")
+PRIME_RL_TRAINER_GRAD_NORM = MetricSpec("trainer_grad_norm", "gauge", "prime-rl: gradient norm.")
+PRIME_RL_TRAINER_PEAK_MEMORY = MetricSpec("trainer_peak_memory_gib", "gauge", "prime-rl: peak GPU memory, GiB.")
+PRIME_RL_TRAINER_LEARNING_RATE = MetricSpec("trainer_learning_rate", "gauge", "prime-rl: learning rate.")
+PRIME_RL_TRAINER_MFU = MetricSpec("trainer_mfu_percent", "gauge", "prime-rl: model FLOPS utilisation, percent.")
+PRIME_RL_TRAINER_ENTROPY = MetricSpec("trainer_entropy", "gauge", "prime-rl: mean entropy.")
+PRIME_RL_TRAINER_MISMATCH_KL = MetricSpec("trainer_mismatch_kl", "gauge",
+                                          "prime-rl: KL between the trainer's and the inference model's policy.")
+PRIME_RL_TRAINER_KL_ENT_RATIO = MetricSpec("trainer_kl_ent_ratio", "gauge", "prime-rl: mismatch KL / entropy.")
+PRIME_RL_TRAINER: Final = (
+    PRIME_RL_TRAINER_STEP, PRIME_RL_TRAINER_LOSS, PRIME_RL_TRAINER_THROUGHPUT, PRIME_RL_TRAINER_LAST_STEP_TIMESTAMP,
+    PRIME_RL_TRAINER_GRAD_NORM, PRIME_RL_TRAINER_PEAK_MEMORY, PRIME_RL_TRAINER_LEARNING_RATE, PRIME_RL_TRAINER_MFU,
+    PRIME_RL_TRAINER_ENTROPY, PRIME_RL_TRAINER_MISMATCH_KL, PRIME_RL_TRAINER_KL_ENT_RATIO)
+# SkyRL's fully async trainer through Ray's metrics agent (``ray_`` prefix; NovaSky-AI/SkyRL,
+# skyrl/train/utils/metrics.py: TrainingPhaseGauge, ScalarGauges; set in skyrl/train/fully_async_trainer.py:
+# maxsize :350, qsize at each step's start :531, phases around each block, e.g. sync_weights :597).
+LABEL_PHASE: Final = "phase"
+SKYRL_TRAINING_PHASE = MetricSpec("ray_skyrl_training_phase", "gauge",
+                                  "SkyRL: 1 while the trainer is in this macro-phase, else 0.", labels=(LABEL_PHASE,))
+SKYRL_GEN_BUFFER_QSIZE = MetricSpec("ray_skyrl_gen_buffer_qsize", "gauge",
+                                    "SkyRL: completed generation groups buffered at the step's start.")
+SKYRL_GEN_BUFFER_MAXSIZE = MetricSpec("ray_skyrl_gen_buffer_maxsize", "gauge",
+                                      "SkyRL: staleness-bounded generation-buffer capacity.")
+SKYRL_PREFIX: Final = "ray_skyrl_"
+# verl's RL-Insight logger (volcengine/verl, verl/utils/tracking.py: RLInsightLogger.log) sets one gauge per
+# per-step key with "/" replaced by "_", under RL-Insight's namespace (verl-project/rl-insight,
+# rl_insight/utils/constants.py: MonitorDefaults.NAMESPACE): timing_s/step -> rl_insight_monitor_timing_s_step.
+RL_INSIGHT_PREFIX: Final = "rl_insight_monitor_"
+VERL_GLOBAL_STEP = MetricSpec(RL_INSIGHT_PREFIX + "training_global_step", "gauge", "verl: training/global_step.")
+VERL_STEP_SECONDS = MetricSpec(RL_INSIGHT_PREFIX + "timing_s_step", "gauge", "verl: timing_s/step, seconds.")
+VERL_UPDATE_WEIGHTS_SECONDS = MetricSpec(RL_INSIGHT_PREFIX + "timing_s_update_weights", "gauge",
+                                         "verl: timing_s/update_weights, seconds of the last weight sync.")
+VERL_LOSS = MetricSpec(RL_INSIGHT_PREFIX + "actor_pg_loss", "gauge", "verl: actor/pg_loss.")
+VERL_KL = MetricSpec(RL_INSIGHT_PREFIX + "actor_kl_loss", "gauge", "verl: actor/kl_loss.")
+VERL_ENTROPY = MetricSpec(RL_INSIGHT_PREFIX + "actor_entropy", "gauge", "verl: actor/entropy.")
+VERL_GRAD_NORM = MetricSpec(RL_INSIGHT_PREFIX + "actor_grad_norm", "gauge", "verl: actor/grad_norm.")
+VERL_LEARNING_RATE = MetricSpec(RL_INSIGHT_PREFIX + "actor_lr", "gauge", "verl: actor/lr.")
+# The trainer scalars each loop serves, by ptmon's name for them (prime-rl's mismatch KL is to the inference
+# policy, not the reference: not ptmon's kl).
+LOOP_SCALARS: Final = {
+    "loss": (PRIME_RL_TRAINER_LOSS, VERL_LOSS), "kl": (VERL_KL,),
+    "entropy": (PRIME_RL_TRAINER_ENTROPY, VERL_ENTROPY), "grad_norm": (PRIME_RL_TRAINER_GRAD_NORM, VERL_GRAD_NORM),
+    "learning_rate": (PRIME_RL_TRAINER_LEARNING_RATE, VERL_LEARNING_RATE)}
+# Names that make a target a trainer (its own step counter or timestamp); SkyRL's phase gauge is weaker: a Ray
+# agent serving it may also serve vLLM, whose engine role wins.
+LOOP_TRAINER_NAMES: Final = (PRIME_RL_TRAINER_STEP.name, PRIME_RL_TRAINER_LAST_STEP_TIMESTAMP.name,
+                             VERL_GLOBAL_STEP.name)
+LOOP_PREFIXES: Final = (*(s.name for s in PRIME_RL_TRAINER), SKYRL_PREFIX, RL_INSIGHT_PREFIX)
+
 # Behind Ray's metrics agent vLLM's names become ray_vllm_... with ':' turned into '_'.
 ENGINE_PREFIXES: Final = ("vllm:", "sglang:", "ray_vllm_", "vllm_", "sglang_")
 DCGM_PREFIX: Final = "DCGM_FI_"
@@ -342,7 +448,7 @@ DEMO_JOB_PREFIX: Final = "posttrain-"
 # What the monitor reads: its own metrics, inference engines', DCGM's. A target exposing none of these
 # answers but shows nothing ("nothing recognised").
 OWN_PREFIX: Final = "posttrain_"
-READ_PREFIXES: Final = (OWN_PREFIX, *ENGINE_PREFIXES, DCGM_PREFIX)
+READ_PREFIXES: Final = (OWN_PREFIX, *ENGINE_PREFIXES, DCGM_PREFIX, *LOOP_PREFIXES)
 
 __all__ += [
     "PROMETHEUS_UP",

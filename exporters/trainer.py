@@ -41,6 +41,8 @@ from ptmon.exporters._identity import MAX_INT, BaseExporter, as_count, as_number
 from ptmon.exporters.cost import Clock
 from ptmon.exporters.schema import (
     DROP_REASONS,
+    IDLE_REASONS,
+    IDLE_SECONDS,
     POLICY_VERSION,
     ROLE_TRAINER,
     SAMPLE_STALENESS,
@@ -134,7 +136,7 @@ class TrainerExporter(BaseExporter):
 
     role = ROLE_TRAINER
     calls = ("step", "record", "publish_policy", "weight_sync", "set_gpus", "record_step", "record_weight_sync",
-             "record_dropped", "record_staleness")
+             "record_dropped", "record_staleness", "record_idle")
 
     def __init__(self, *, run: str | None = None, model: str | None = None, algorithm: str | None = None,
                  gpus: float | None = None, gpu_hour_price: float | None = None,
@@ -170,6 +172,8 @@ class TrainerExporter(BaseExporter):
         self._dropped_counter = _build.counter(TRAINER_DROPPED, reg)
         self._dropped_children: dict[str, tuple[Callable[[float], None], Cumulative]] = {}
         self._staleness = _build.gauge(SAMPLE_STALENESS, reg)
+        idle = _build.counter(IDLE_SECONDS, reg)
+        self._idle_inc = {reason: _build.fast_inc(idle.labels(reason=reason)) for reason in IDLE_REASONS}
 
     def _set_policy(self, version: float) -> None:
         self._policy_now = version
@@ -350,6 +354,19 @@ class TrainerExporter(BaseExporter):
                 self._dropped("record_dropped", dict(count=count, total=total))
         except Exception as exc:  # noqa: BLE001
             self._dropped("record_dropped", exc)
+
+    def record_idle(self, seconds: float, *, reason: str) -> None:
+        """Seconds the loop waited instead of working, as a framework timed them: ``reason`` is one of
+        ``schema.IDLE_REASONS`` (the trainer waiting for a batch, inference waiting for a policy)."""
+        try:
+            inc = self._idle_inc.get(reason) if type(reason) is str else None
+            checked = as_count(seconds)
+            if inc is None or checked is None:
+                self._dropped("record_idle", dict(seconds=seconds, reason=reason))
+                return
+            inc(checked)
+        except Exception as exc:  # noqa: BLE001
+            self._dropped("record_idle", exc)
 
     def record_staleness(self, *, mean: float | None = None, max: float | None = None,  # noqa: A002
                          versions: Iterable[float] | None = None, source: str = "trainer") -> None:

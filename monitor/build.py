@@ -27,8 +27,10 @@ from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.sections.context import Context
 from ptmon.monitor.sections.cost import cost
 from ptmon.monitor.sections.engines import engines
+from ptmon.monitor.sections.framework import framework
 from ptmon.monitor.sections.identity import identity
 from ptmon.monitor.sections.intelligence import intelligence
+from ptmon.monitor.sections.loops import loop
 from ptmon.monitor.sections.policy import policy_progress
 from ptmon.monitor.sections.rollouts import rollouts
 from ptmon.monitor.sections.sync import weight_sync
@@ -57,8 +59,8 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
                   evaluated=evaluated, rates_since=rates_since)
     return _known_numbers(Dashboard(
         now=now, window_s=window_s, interval_s=settings.interval_s,
-        **identity(ctx), **trainer(ctx), **policy_progress(ctx), **weight_sync(ctx), **rollouts(ctx), **engines(ctx),
-        **cost(ctx), **intelligence(ctx),
+        **identity(ctx), **trainer(ctx), **loop(ctx), **policy_progress(ctx), **weight_sync(ctx),
+        **rollouts(ctx), **engines(ctx), **cost(ctx), **intelligence(ctx), **framework(ctx),
     ))
 
 

@@ -134,6 +134,11 @@ class Dashboard:
     policy_held_sync_attempts: float | None = None
     staleness_max: float | None = None
     staleness_mean: float | None = None
+    # the framework's own, as it defines them (ptmon.monitor.sections.framework): (source, mean, max, definition)
+    # per source of posttrain_sample_staleness, and (reason, share of wall time, $/h burnt waiting or None,
+    # definition) per bubble a framework timed
+    framework_staleness: tuple[tuple[str, float | None, float | None, str], ...] = ()
+    bubbles: tuple[tuple[str, float, float | None, str], ...] = ()
 
     # trainer
     steps_per_s: float | None = None
@@ -146,6 +151,11 @@ class Dashboard:
     entropy: float | None = None
     grad_norm: float | None = None
     learning_rate: float | None = None
+    # what a training loop serves of itself (SkyRL's Ray gauges): the macro-phase it is in (literal scraped
+    # text, e.g. "sync_weights"; None between phases or unknown) and its generation buffer's depth and capacity
+    trainer_phase: str | None = None
+    generation_buffer: float | None = None
+    generation_buffer_max: float | None = None
 
     # GPUs (DCGM)
     gpu_util_percent: float | None = None  # mean over GPUs
@@ -154,6 +164,8 @@ class Dashboard:
     # cost
     spend_dollars: float | None = None
     spend_by_role: tuple[tuple[str, float], ...] = ()
+    # targets whose GPU count is unknown (an exporter given none): spend, burn and $/token are unknown, not $0
+    gpus_unknown: tuple[str, ...] = ()
     burn_dollars_per_hour: float | None = None
     dollars_per_million_rollout_tokens: float | None = None
 

@@ -50,6 +50,8 @@ __all__ = [
     "least_squares_slope",
     "median",
     "mean",
+    "step_gauge_rate",
+    "changed_at",
 ]
 
 Points = Sequence[tuple[float, float]]
@@ -321,3 +323,29 @@ def mean(values: Iterable[float]) -> float | None:
     except (OverflowError, ValueError):
         return None
     return m if math.isfinite(m) else None
+
+
+def step_gauge_rate(points: Points) -> float | None:
+    """Steps per second from a gauge holding the step number (prime-rl's ``trainer_step``, verl's global step):
+    the slope from the first to the last point since the gauge last fell (a restart from an older checkpoint
+    starts the count again, never a negative rate). None with fewer than two such points."""
+    start = 0
+    for i in range(1, len(points)):
+        if points[i][1] < points[i - 1][1]:
+            start = i
+    if len(points) - start < 2:
+        return None
+    (t0, v0), (t1, v1) = points[start], points[-1]
+    return (v1 - v0) / (t1 - t0) if t1 > t0 else None
+
+
+def changed_at(points: Points) -> float | None:
+    """When the gauge took its latest value: the first point holding it, where an earlier point held another.
+    None when every point holds it (it changed before the data begins: when is unknown)."""
+    if not points:
+        return None
+    last = points[-1][1]
+    for i in range(len(points) - 1, 0, -1):
+        if points[i - 1][1] != last:
+            return points[i][0]
+    return None

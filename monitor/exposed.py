@@ -23,6 +23,7 @@ __all__ = [
     "SYNC_BYTES",
     "SYNC_FAILURES",
     "GPU_SECONDS",
+    "IDLE_SECONDS",
     "ENGINE_TOKENS",
     "ENGINE_RUNNING",
     "ENGINE_WAITING",
@@ -57,6 +58,7 @@ TRAINER_TOKENS = exposed_names(schema.TRAINER_TOKENS)
 SYNC_BYTES = exposed_names(schema.WEIGHT_SYNC_BYTES)
 SYNC_FAILURES = exposed_names(schema.WEIGHT_SYNC_FAILURES)
 GPU_SECONDS = exposed_names(schema.GPU_SECONDS)
+IDLE_SECONDS = exposed_names(schema.IDLE_SECONDS)
 ENGINE_TOKENS = engine_names(schema.VLLM_GENERATION_TOKENS, schema.SGLANG_GENERATION_TOKENS)
 ENGINE_RUNNING = engine_names(schema.VLLM_REQUESTS_RUNNING, schema.SGLANG_RUNNING_REQS)
 ENGINE_WAITING = engine_names(schema.VLLM_REQUESTS_WAITING, schema.SGLANG_QUEUE_REQS)

@@ -4,7 +4,9 @@ The role decides where a target's numbers go (a worker row, the engine
 panel, the spend split), so it comes from the most deliberate source
 available: the user's config, then what the process says about itself in
 ``posttrain_run_info``, then what it exposes. The last step is what makes an
-uninstrumented vLLM/SGLang server or a dcgm-exporter useful with no setup.
+uninstrumented vLLM/SGLang server, a dcgm-exporter, or a training loop that
+serves its own state (prime-rl's trainer, verl's RL-Insight gauges, SkyRL's
+Ray gauges) useful with no setup.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ _RUN_INFO_NAMES = (schema.RUN_INFO.name, schema.RUN_INFO.name + "_info")
 _TRAINER_NAMES = frozenset(
     n for spec in (schema.TRAINER_STEPS, schema.POLICY_VERSION, schema.TRAINER_LAST_STEP_TIMESTAMP)
     for n in exposed_names(spec)
-) | {schema.WEIGHT_SYNC_SECONDS.count}
+) | {schema.WEIGHT_SYNC_SECONDS.count} | set(schema.LOOP_TRAINER_NAMES)
 _ROLLOUT_NAMES = frozenset(
     n for spec in (schema.ROLLOUTS, schema.ROLLOUT_TOKENS, schema.ROLLOUT_POLICY_VERSION) for n in exposed_names(spec)
 )
 _EVAL_NAMES = frozenset((schema.EVAL_SCORE.name,))
+_LOOP = "\0loop"  # a trainer known only from SkyRL's loop gauges: below an engine on the same Ray agent
 
 
 def run_info_names() -> tuple[str, ...]:
@@ -55,9 +58,11 @@ def detect_role(*, configured: str | None, run_info_roles: Iterable[str], names:
     first in ``schema.ROLES`` order (trainer first) names the target.
 
     From exposed names, ptmon's own metrics win over third-party ones (a
-    rollout worker that embeds vLLM is a rollout worker); then vLLM/SGLang
-    (also behind Ray, ``ray_vllm_``) mean an inference engine and DCGM means
-    GPUs. None while nothing identifies it.
+    rollout worker that embeds vLLM is a rollout worker), as do a loop's own
+    trainer step and timestamp (prime-rl's trainer, verl's RL-Insight); then
+    vLLM/SGLang (also behind Ray, ``ray_vllm_``) mean an inference engine,
+    SkyRL's loop gauges (behind the same Ray agent) a trainer, and DCGM GPUs.
+    None while nothing identifies it.
     """
     if configured:
         return configured
@@ -77,7 +82,9 @@ def detect_role(*, configured: str | None, run_info_roles: Iterable[str], names:
             found.add(schema.ROLE_ENGINE)
         elif name.startswith(schema.DCGM_PREFIX):
             found.add(schema.ROLE_GPU)
-    for role in (schema.ROLE_ROLLOUT, schema.ROLE_EVAL, schema.ROLE_ENGINE, schema.ROLE_GPU):
+        elif name.startswith((schema.SKYRL_PREFIX, schema.RL_INSIGHT_PREFIX)):
+            found.add(_LOOP)
+    for role in (schema.ROLE_ROLLOUT, schema.ROLE_EVAL, schema.ROLE_ENGINE, _LOOP, schema.ROLE_GPU):
         if role in found:
-            return role
+            return schema.ROLE_TRAINER if role == _LOOP else role
     return None

@@ -176,6 +176,19 @@ def _by_role(spend: tuple[tuple[str, float], ...]) -> Text:
     return out
 
 
+def _spend(d: Dashboard) -> Text:
+    """Spend, or why it is unknown: the targets are scraped names, so each goes through ``lit``."""
+    if not d.gpus_unknown:
+        return Text(fmt_money(d.spend_dollars))
+    out = Text("unknown: no GPU count from ")
+    for i, name in enumerate(d.gpus_unknown):
+        if i:
+            out.append(", ")
+        out.append_text(lit(name))
+    out.append(" (gpus= or PTMON_GPUS)")
+    return out
+
+
 _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str | Text]], ...]], ...] = (
     ("Rollouts", (
         ("rollouts/s", lambda d: fmt_num(d.rollout_rate_per_s)),
@@ -206,13 +219,16 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str | Text]],
         ("since last step", lambda d: fmt_duration(d.seconds_since_last_step)),
         ("tokens/s", lambda d: fmt_num(d.trainer_tokens_per_s)),
         ("loss", lambda d: fmt_num(d.loss)),
+        ("phase", lambda d: lit(d.trainer_phase) if d.trainer_phase is not None else Text(DASH)),
+        ("generation buffer / capacity", lambda d: _pair(fmt_num(d.generation_buffer),
+                                                          fmt_num(d.generation_buffer_max))),
     )),
     ("GPUs", (
         ("utilisation (mean)", lambda d: _unit(fmt_num(d.gpu_util_percent), "%")),
         ("power (total)", lambda d: _unit(fmt_num(d.gpu_power_watts), " W")),
     )),
     ("Cost", (
-        ("spend", lambda d: fmt_money(d.spend_dollars)),
+        ("spend", lambda d: _spend(d)),
         ("by role", lambda d: _by_role(d.spend_by_role)),
         ("burn", lambda d: _unit(fmt_money(d.burn_dollars_per_hour), "/h")),
         ("per 1M rollout tokens", lambda d: fmt_money(d.dollars_per_million_rollout_tokens)),
@@ -225,6 +241,25 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, Callable[[Dashboard], str | Text]],
         ("$ per next point", lambda d: fmt_money(d.dollars_per_next_point)),
     )),
 )
+
+
+def _framework_rows(d: Dashboard, numbers: Table) -> None:
+    """The framework's own staleness and bubbles, each with its definition (sources are scraped: ``lit``)."""
+    if not d.framework_staleness and not d.bubbles:
+        return
+    numbers.add_row(Text("The framework's own", style="underline"), Text())
+    for source, mean, worst, definition in d.framework_staleness:
+        label = Text("staleness max / mean (")
+        label.append_text(lit(source))
+        label.append(")")
+        numbers.add_row(label, _cell(_pair(fmt_num(worst), fmt_num(mean))))
+        numbers.add_row(Text("  defined as", style="dim"), Text(definition, style="dim"))
+    for reason, share, dollars, definition in d.bubbles:
+        value = f"{fmt_num(share * 100, 2)}% of wall time"
+        if dollars is not None:
+            value += f", {fmt_money(dollars)}/h burnt waiting"
+        numbers.add_row(Text(f"bubble: {reason}"), Text(value))
+        numbers.add_row(Text("  defined as", style="dim"), Text(definition, style="dim"))
 
 
 def _cell(value: str | Text) -> Text:
@@ -269,6 +304,7 @@ def render(d: Dashboard, console: Console, *, config_file: str | None = None) ->
             numbers.add_row(_cell("benchmark"), _cell(lit(d.benchmark)))
         for label, value in rows:
             numbers.add_row(_cell(label), _cell(value(d)))
+    _framework_rows(d, numbers)
     console.print(numbers)
 
     targets = _table("Targets", ("name", "url", "role", "up", "series", "error"), long=("name", "url", "error"))

@@ -16,7 +16,11 @@ from ptmon.exporters.schema import CONTRACT
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("exporters", "monitor", "demo")
-NAME = re.compile(r"\b(?:posttrain|vllm|sglang|DCGM_FI)[_:][A-Za-z0-9_:]*[A-Za-z0-9]")
+# Third-party names too: the engines', DCGM's, and the training loops' own (SkyRL behind Ray, verl's RL-Insight,
+# prime-rl's trainer gauges, each spelled whole: "trainer_" alone is an ordinary word in ptmon's code).
+_LOOP_NAMES = "|".join(sorted((re.escape(s.name) for s in schema.PRIME_RL_TRAINER), key=len, reverse=True))
+NAME = re.compile(r"\b(?:(?:posttrain|vllm|sglang|DCGM_FI|ray_skyrl|rl_insight_monitor)[_:][A-Za-z0-9_:]*[A-Za-z0-9]"
+                  rf"|(?:{_LOOP_NAMES})\b)")
 SKIP_BEFORE = {tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING}
 
 
@@ -62,6 +66,14 @@ def test_prometheus_own_series_and_the_target_name_label_are_spelled_only_in_the
                     offenders.append(f"{path.relative_to(ROOT)}:{line}: {text[:60]}")
     assert len(distinctive) == 2
     assert offenders == []
+
+
+def test_the_check_would_see_a_loose_loop_name(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text('a = "trainer_step"\nb = "ray_skyrl_training_phase"\nc = "rl_insight_monitor_timing_s_step"\n'
+                   'd = "trainer_steps"\ne = "trainer_tokens"\n')
+    found = [n for _, t in code_strings(bad) for n in NAME.findall(t)]
+    assert found == ["trainer_step", "ray_skyrl_training_phase", "rl_insight_monitor_timing_s_step"]
 
 
 def test_the_check_would_see_a_loose_name(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ from ptmon.exporters.bridges.tables import TABLES
 from ptmon.exporters.colocated import Colocated
 from ptmon.exporters.evals import EvalExporter
 from ptmon.exporters.rollout import RolloutExporter
+from ptmon.exporters.schema import IDLE_REASONS
 from ptmon.exporters.trainer import TrainerExporter
 
 __all__ = ["MetricsBridge", "FRAMEWORKS", "AUTO"]
@@ -239,6 +240,9 @@ class MetricsBridge:
                     self.trainer.record_dropped(total=value, reason="stale")
                 else:
                     self.trainer.record_dropped(value, reason="stale")
+        elif quantity in IDLE_REASONS:
+            if self.trainer is not None:
+                self.trainer.record_idle(value, reason=quantity)
         elif quantity == "eval_score":
             if self.evals is not None:
                 self.evals.record_eval(benchmark=benchmark or table.framework, score=value,

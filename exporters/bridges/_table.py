@@ -30,6 +30,8 @@ Quantity = Literal[
     "rollout_tokens_mean",  # mean generated tokens per rollout
     "rollout_tokens",  # generated tokens of those rollouts
     "eval_score",  # an eval result; the pattern's first group names the benchmark
+    "wait_for_batch",  # seconds the trainer waited for a batch this step (its GPUs idle)
+    "wait_for_policy",  # seconds inference waited for a new policy this step (the rollout GPUs idle)
 ]
 QUANTITIES: tuple[str, ...] = Quantity.__args__  # type: ignore[attr-defined]
 

@@ -61,8 +61,9 @@ class Context:
     fleet_rollout_tokens_per_s: float | None
     fleet_engine_tokens_per_s: float | None
     cost: list[CostSeries]
+    gpus_unknown: tuple[str, ...]  # live targets whose exporter was told no GPU count (NaN GPUs)
     spend_by_role: dict[str, float]
-    spend: float | None
+    spend: float | None  # None while any GPU count is unknown: a sum missing a part is not the spend
 
     def __init__(self, store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
                  window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
@@ -160,4 +161,18 @@ def _share_cost(ctx: Context) -> None:
         if total is not None and math.isfinite(total):
             by_role[c.role] = by_role.get(c.role, 0.0) + total * c.price / 3600.0
     ctx.spend_by_role = {role: dollars for role, dollars in by_role.items() if math.isfinite(dollars)}
-    ctx.spend = sum(ctx.spend_by_role.values()) if ctx.spend_by_role else None
+    ctx.gpus_unknown = _gpus_unknown(ctx)
+    ctx.spend = sum(ctx.spend_by_role.values()) if ctx.spend_by_role and not ctx.gpus_unknown else None
+
+
+def _gpus_unknown(ctx: Context) -> tuple[str, ...]:
+    """Live targets whose latest GPU count is NaN: an exporter told no GPU count (``ptmon.exporters._defaults``)
+    says so rather than report a 0 that would read as $0 spent."""
+    out = []
+    for t in ctx.live:
+        for s in ctx.series(t.name, (schema.GPUS.name,)):
+            last = s.last()
+            if last is not None and math.isnan(last[1]):
+                out.append(t.name)
+                break
+    return tuple(out)

@@ -21,18 +21,20 @@ __all__ = ["CostFields", "cost"]
 class CostFields(TypedDict):
     spend_dollars: float | None
     spend_by_role: tuple[tuple[str, float], ...]
+    gpus_unknown: tuple[str, ...]
     burn_dollars_per_hour: float | None
     dollars_per_million_rollout_tokens: float | None
 
 
 def cost(ctx: Context) -> CostFields:
-    burn = burn_per_hour(prefer(_served_gpus(ctx), _stored_gpus(ctx)) or ())
+    burn = None if ctx.gpus_unknown else burn_per_hour(prefer(_served_gpus(ctx), _stored_gpus(ctx)) or ())
     tokens = ctx.fleet_rollout_tokens_per_s
     if tokens is None:
         tokens = ctx.fleet_engine_tokens_per_s
     return CostFields(
         spend_dollars=ctx.spend,
         spend_by_role=tuple(sorted(ctx.spend_by_role.items())),
+        gpus_unknown=ctx.gpus_unknown,
         burn_dollars_per_hour=burn,
         # The whole loop's cost per token generated: right for colocated setups too.
         dollars_per_million_rollout_tokens=burn / (tokens * 3600.0) * 1e6 if burn is not None and tokens else None,

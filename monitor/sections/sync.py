@@ -11,6 +11,7 @@ from ptmon.monitor.dashboard import Point
 from ptmon.monitor.evaluated import prefer
 from ptmon.monitor.histograms import buckets_by_le, histogram_pairs, paired_deltas, quantiles_over_window
 from ptmon.monitor.sections.context import Context
+from ptmon.monitor.sections.loops import loop_sync_last_s
 from ptmon.monitor.store import Series
 from ptmon.monitor.window import Window
 
@@ -53,6 +54,8 @@ def weight_sync(ctx: Context) -> SyncFields:
                        if math.isfinite(v := ds / dc))
         last = older[-1][1] if older else None
         averaged = bool(older) and older[-1][2] > 1
+    if last is None:  # no histogram at all: the last sync a loop serves (verl's timing_s/update_weights)
+        last = loop_sync_last_s(ctx)
     failures = [s for n in names for s in ctx.series(n, exposed.SYNC_FAILURES)]
     return SyncFields(
         weight_sync_p50_s=clamp(prefer(ctx.served("sync_p50"), p50), lo, hi),

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from rich.text import Text
 from textual.reactive import var
 
+from ptmon.exporters import schema
 from ptmon.monitor.alerts import RULE_CARDS
 from ptmon.monitor.dashboard import Alert, Dashboard, Level
 from ptmon.monitor.format import (
@@ -73,6 +74,8 @@ _SHORT = {
     "step time": "step",
     "last step": "last",
     "last avg": "l.avg",
+    "wait batch": "wait",
+    "wait policy": "wait",
 }
 
 SHORT_LABELS = _SHORT  # what the help screen explains
@@ -175,21 +178,66 @@ def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
     if card == "staleness":
         worst = against_limits(d.staleness_max, thresholds.staleness_warn, thresholds.staleness_critical)
         worst.append(f" / {fmt_num(thresholds.staleness_warn)}", style="dim")
-        return [
+        rows: list[CardRow] = [
             ("max", worst),
             ("mean", against_limits(d.staleness_mean, thresholds.staleness_warn, thresholds.staleness_critical)),
-            ("warn/crit", f"{fmt_num(thresholds.staleness_warn)}/{fmt_num(thresholds.staleness_critical)}"),
+            _bubble_row(d) or ("warn/crit",
+                               f"{fmt_num(thresholds.staleness_warn)}/{fmt_num(thresholds.staleness_critical)}"),
             ("policy", fmt_version(d.policy_version)),
         ]
+        own = _framework_staleness_row(d)
+        return rows + [own] if own is not None else rows
     if card == "trainer":
         return [
             ("steps", fmt_rate(d.steps_per_s)),
             ("step time", fmt_seconds(d.step_seconds)),
             ("last step", _ago(d.seconds_since_last_step)),
-            ("tokens", fmt_rate(d.trainer_tokens_per_s)),
-            ("loss", fmt_num(d.loss)),
+            _trainer_tokens_row(d),
+            _trainer_phase_row(d),
         ]
     raise ValueError(f"unknown card {card!r}")
+
+
+def _framework_staleness_row(d: Dashboard) -> CardRow | None:
+    """The first framework's own staleness (its max, else its mean), labelled with its name; the definitions
+    are in the snapshot and the README."""
+    for source, mean, worst, _ in d.framework_staleness:
+        stat, value = ("max", worst) if worst is not None else ("mean", mean)
+        label = lit(source)
+        label.append(f" {stat}")
+        return (label, fmt_num(value))
+    return None
+
+
+def _bubble_row(d: Dashboard) -> CardRow | None:
+    """The biggest bubble a framework timed: its share of wall time, and $/h burnt waiting where known."""
+    if not d.bubbles:
+        return None
+    reason, share, dollars, _ = max(d.bubbles, key=lambda b: b[1])
+    value = f"{fmt_num(share * 100, 2)}%"
+    if dollars is not None:
+        value += f" {fmt_money(dollars)}/h"
+    return (_BUBBLE_LABELS.get(reason, reason), value)
+
+
+_BUBBLE_LABELS = {schema.IDLE_WAIT_FOR_BATCH: "wait batch", schema.IDLE_WAIT_FOR_POLICY: "wait policy"}
+
+
+def _trainer_tokens_row(d: Dashboard) -> CardRow:
+    """Tokens/s; where no trainer says (a loop serving only its own gauges), the loop's generation buffer."""
+    if d.trainer_tokens_per_s is None and d.generation_buffer is not None:
+        return ("buffer", f"{fmt_num(d.generation_buffer)}/{fmt_num(d.generation_buffer_max)}")
+    return ("tokens", fmt_rate(d.trainer_tokens_per_s))
+
+
+def _trainer_phase_row(d: Dashboard) -> CardRow:
+    """The loop's phase where it serves one ("in sync_weights": what it is doing now beats the last loss;
+    the snapshot keeps both), else the loss."""
+    if d.trainer_phase is not None:
+        phase = Text("in ")
+        phase.append_text(lit(d.trainer_phase))
+        return ("phase", phase)
+    return ("loss", fmt_num(d.loss))
 
 
 class Card(LineWidget):

@@ -1,8 +1,9 @@
-"""Exporters built with no identity or cost arguments: the environment, else "unknown", 0 GPUs, $3.00."""
+"""Exporters built with no identity or cost arguments: the environment, else "unknown", GPUs unknown, $3.00."""
 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Iterator
 
@@ -44,7 +45,9 @@ def test_no_arguments_generates_one_run_and_says_spend_is_unknown(caplog: pytest
     assert re.fullmatch(r"run-\d{8}-\d{6}-[0-9a-f]{4}", labels["run"])
     assert labels["model"] == labels["algorithm"] == "unknown"
     assert run_info(rollouts.registry)["rollout"]["run"] == labels["run"]  # one process, one run
-    assert value(trainer.registry, GPUS, role="trainer") == 0
+    # GPUs unknown: NaN GPUs and no GPU-seconds (a 0 would be billed as $0 spent), the price still said.
+    assert math.isnan(value(trainer.registry, GPUS, role="trainer") or 0.0)
+    assert value(trainer.registry, GPU_SECONDS, role="trainer") is None
     assert value(trainer.registry, GPU_HOUR_PRICE, role="trainer") == DEFAULT_GPU_HOUR_PRICE
     messages = [r.getMessage() for r in caplog.records]
     # Said once each, however many exporters: the generated name, and that spend is unknown.
@@ -117,3 +120,21 @@ def test_colocated_takes_the_process_gpus_from_the_environment(monkeypatch: pyte
     monkeypatch.setenv("PTMON_GPUS", "4")
     loop = Colocated()
     assert (loop.trainer.gpus, loop.rollouts.gpus, loop.evals.gpus) == (4, 0, 0)
+
+
+def test_unknown_gpus_become_known_with_set_gpus() -> None:
+    clock = FakeClock()
+    trainer = TrainerExporter(clock=clock)
+    clock.advance(100)
+    assert math.isnan(value(trainer.registry, GPUS, role="trainer") or 0.0)
+    trainer.set_gpus(2)
+    clock.advance(10)
+    assert value(trainer.registry, GPUS, role="trainer") == 2
+    assert value(trainer.registry, GPU_SECONDS, role="trainer") == 20.0  # billed from when the count came
+
+
+def test_colocated_without_a_gpu_count_leaves_the_trainers_unknown() -> None:
+    loop = Colocated()
+    reg = loop.registry
+    assert math.isnan(value(reg, GPUS, role="trainer") or 0.0)
+    assert (value(reg, GPUS, role="rollout"), value(reg, GPUS, role="eval")) == (0, 0)  # counted under the trainer

@@ -215,3 +215,19 @@ def test_sync_buckets_are_configurable(clocks: tuple[FakeClock, FakeClock]) -> N
 def test_unusable_sync_buckets_are_refused_at_construction(bad: tuple[float, ...]) -> None:
     with pytest.raises(ValueError, match="weight_sync_buckets"):
         TrainerExporter(registry=CollectorRegistry(), weight_sync_buckets=bad)
+
+
+def test_record_idle_adds_a_frameworks_bubbles_by_reason_and_drops_bad_ones() -> None:
+    from ptmon.exporters.schema import IDLE_SECONDS
+
+    trainer = TrainerExporter(run="r", model="m", algorithm="grpo", gpus=1, gpu_hour_price=1.0)
+    assert value(trainer.registry, IDLE_SECONDS, reason="wait_for_batch") == 0  # each reason exists from the start
+    trainer.record_idle(0.5, reason="wait_for_batch")
+    trainer.record_idle(0.25, reason="wait_for_batch")
+    trainer.record_idle(2.0, reason="wait_for_policy")
+    for bad in ((-1.0, "wait_for_batch"), (math.nan, "wait_for_batch"), (1.0, "lunch")):
+        trainer.record_idle(bad[0], reason=bad[1])
+    assert value(trainer.registry, IDLE_SECONDS, reason="wait_for_batch") == 0.75
+    assert value(trainer.registry, IDLE_SECONDS, reason="wait_for_policy") == 2.0
+    assert value(trainer.registry, IDLE_SECONDS, reason="lunch") is None
+    assert errors(trainer.registry, "record_idle") == 3

@@ -30,6 +30,9 @@ TABLE = Table(
         Key("optim/lr", "learning_rate", "1", TRAIN),  # train.py:662
         # 0 when the step broadcast nothing (no broadcast configured, or the last step): train.py:579-600.
         Key("time/broadcast_weights", "weight_sync_seconds", "s", TRAIN, skip_zero=True),  # train.py:683
+        Key("time/wait_for_batch", "wait_for_batch", "s", TRAIN),  # train.py:681
+        # Accumulated over the orchestrator's step, reset after logging (orchestrator.py:680, 748).
+        Key("time/wait_for_policy", "wait_for_policy", "s", ORCH),  # orchestrator.py:725
         Key("off_policy/mean", "staleness_mean", "versions", ORCH),  # orchestrator.py:735
         Key("off_policy/max", "staleness_max", "versions", ORCH),  # orchestrator.py:736
         Key("off_policy/dropped", "dropped_stale", "samples", ORCH),  # orchestrator.py:742
