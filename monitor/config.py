@@ -35,8 +35,8 @@ __all__ = ["ConfigError", "load_settings", "target_from_url", "prometheus_from_u
            "distinct_names", "PROMETHEUS_MAX_BODY_BYTES"]
 
 _CLI = "command line"
-_TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_bytes", "concurrency",
-                       "prices", "eval", "alerts", "targets", "prometheus", "run"})
+_TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_label_bytes", "max_body_bytes",
+                       "concurrency", "prices", "eval", "alerts", "targets", "prometheus", "run"})
 _EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
 _TARGET_KEYS = frozenset({"name", "url", "role", "bearer_token_file", "basic_auth", "ca_file", "verify_tls"})
 _PROMETHEUS_KEYS = _TARGET_KEYS - {"role"}
@@ -382,6 +382,8 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
             out[field_name] = r.duration(doc[key], key)
     if "max_series" in doc:
         out["max_series"] = r.integer(doc["max_series"], "max_series", minimum=1)
+    if "max_label_bytes" in doc:
+        out["max_label_bytes"] = r.integer(doc["max_label_bytes"], "max_label_bytes", minimum=2**20)
     if "max_body_bytes" in doc:
         out["max_body_bytes"] = r.integer(doc["max_body_bytes"], "max_body_bytes", minimum=1024)
     if "concurrency" in doc:

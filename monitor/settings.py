@@ -26,6 +26,7 @@ __all__ = [
     "median_slot_s",
     "evaluated_max_age_s",
     "DEFAULT_MAX_SERIES",
+    "DEFAULT_MAX_LABEL_BYTES",
     "DEFAULT_MAX_BODY_BYTES",
     "PROMETHEUS_MAX_BODY_BYTES",
     "MIN_TIMEOUT_S",
@@ -68,6 +69,10 @@ def evaluated_max_age_s(interval_s: float) -> float:
 
 # Sources' limits: what one peer may cost before it is refused with a clear error instead.
 DEFAULT_MAX_SERIES = 20_000  # per target; new series past it are dropped, counted and the target flagged
+# What a target's stored label sets may take (text plus Python's per-label and per-series overhead, see
+# ptmon.monitor.store.label_cost): 20,000 ordinary series of 10 labels take ~65 MB, so the series cap
+# binds first for them; a target churning fat label values is refused here instead of growing for an hour.
+DEFAULT_MAX_LABEL_BYTES = 64 * 2**20
 DEFAULT_MAX_BODY_BYTES = 16 * 2**20  # one /metrics body, inflated
 # A Prometheus answer covers the whole fleet (and, once, the window's history): a larger default cap.
 PROMETHEUS_MAX_BODY_BYTES = 64 * 2**20
@@ -203,6 +208,7 @@ class Settings:
     marginal_k: int = 5
     thresholds: Thresholds = field(default_factory=Thresholds)
     max_series: int = DEFAULT_MAX_SERIES
+    max_label_bytes: int = DEFAULT_MAX_LABEL_BYTES
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     concurrency: int = 16
     # Read this Prometheus-compatible server's query API instead of scraping targets (exclusive with targets).

@@ -98,6 +98,7 @@ class _Remote:
     scrape_seconds: float | None = None
     samples: int = 0
     dropped_series: int = 0
+    over_label_bytes: int = 0  # of dropped_series, refused by the store's label budget
     pushed: bool = False  # holds groups a Pushgateway carries (push_time_seconds): no scrape of its own
     carried_ts: float | None = None  # pushed: the last scrape of the gateway(s) carrying it
     ingested_ts: float = -math.inf  # newest Prometheus scrape time stored
@@ -283,16 +284,16 @@ class RemoteTargets:
         return f"{job}/{instance}#{n}"
 
     def _store_scrapes(self, remote: _Remote, by_ts: Mapping[float, list[Sample]]) -> None:
-        dropped = None
+        dropped = over = None
         for ts in sorted(by_ts):
             if ts <= remote.ingested_ts:
                 continue  # seen in an earlier, overlapping poll
             result = self._store.ingest(remote.name, ts, by_ts[ts])
             remote.first_ts = min(remote.first_ts, ts)
             remote.ingested_ts = ts
-            dropped = result.dropped_series
+            dropped, over = result.dropped_series, result.over_label_bytes
         if dropped is not None:
-            remote.dropped_series = dropped
+            remote.dropped_series, remote.over_label_bytes = dropped, over or 0
 
     def _carried_health(self, remote: _Remote) -> None:
         """A target seen only through a Pushgateway's groups: up while a gateway carrying them is.
@@ -349,4 +350,6 @@ class RemoteTargets:
         if remote.up and remote.dropped_series:
             # As the scraper does (and Prometheus over sample_limit): down, so the alert fires; what fit is kept.
             remote.up = False
-            remote.error = series_limit_error(self._store.max_series, remote.dropped_series)
+            remote.error = series_limit_error(self._store.max_series, remote.dropped_series,
+                                              over_label_bytes=remote.over_label_bytes,
+                                              max_label_bytes=self._store.max_label_bytes)
