@@ -210,7 +210,8 @@ def render(d: Dashboard, console: Console) -> None:
     for t in d.targets:
         up = DASH if t.up is None else ("DOWN" if not t.up else "up" if t.recognised is not False
                                         else "up, nothing recognised")
-        targets.add_row(lit(t.name), lit(t.url), lit(t.role), _cell(up), _cell(str(t.series)), lit(t.error))
+        problem = t.error or (f"warning: {t.warning}" if t.warning else None)
+        targets.add_row(lit(t.name), lit(t.url), lit(t.role), _cell(up), _cell(str(t.series)), lit(problem))
     console.print(targets)
 
     if d.workers:
