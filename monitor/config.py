@@ -26,13 +26,15 @@ from ptmon.monitor.settings import (
     Settings,
     Target,
     Thresholds,
+    buffer_warning,
     secret_problem,
     timeout_fits,
     window_fits,
 )
+from ptmon.monitor.store import DEFAULT_CAPACITY
 
 __all__ = ["ConfigError", "load_settings", "target_from_url", "prometheus_from_url", "parse_duration",
-           "distinct_names", "PROMETHEUS_MAX_BODY_BYTES"]
+           "distinct_names", "PROMETHEUS_MAX_BODY_BYTES", "config_warnings"]
 
 _CLI = "command line"
 _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_label_bytes", "max_body_bytes",
@@ -486,6 +488,12 @@ def load_settings(
     settings = Settings(**kwargs)
     _check_timing(settings, origin)
     return settings
+
+
+def config_warnings(settings: Settings, *, capacity: int = DEFAULT_CAPACITY) -> tuple[str, ...]:
+    """What the settings allow but will not do as asked (a window longer than the buffer holds), in words."""
+    warning = buffer_warning(settings.interval_s, settings.window_s, capacity=capacity)
+    return (warning,) if warning else ()
 
 
 def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], prometheus_url: str | None) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "window_fits",
     "fit_timing",
     "secret_problem",
+    "buffer_warning",
 ]
 
 DEFAULT_INTERVAL_S = 1.0
@@ -123,6 +124,24 @@ def timeout_fits(interval_s: float, timeout_s: float | None) -> bool:
 def window_fits(interval_s: float, window_s: float) -> bool:
     """The window must hold two scrapes: with one, every rate, quantile and slope is unknown."""
     return window_s >= 2 * interval_s
+
+
+def _spoken(s: float) -> str:
+    if s >= 3600:
+        return f"{s / 3600:.3g} h"
+    return f"{s / 60:.3g} min" if s >= 60 else f"{s:.3g} s"
+
+
+def buffer_warning(interval_s: float, window_s: float, *, capacity: int) -> str | None:
+    """Why the window shows less than it says, when it is longer than ``capacity`` scrapes at this interval;
+    None when the buffer holds it. Not an error: the numbers over what is held are right, only shorter. The
+    buffer is not grown for it: each series' depth times the series cap is the monitor's memory bound."""
+    held = capacity * interval_s
+    if window_s <= held:
+        return None
+    return (f"the {_spoken(window_s)} window is longer than the {_spoken(held)} the buffer holds at a "
+            f"{_spoken(interval_s)} interval ({capacity:,} scrapes a series): rates, charts and quantiles "
+            f"cover the last {_spoken(held)}; a longer interval holds more")
 
 
 def _first(values: Iterable[float], ok: Callable[[float], bool]) -> float | None:

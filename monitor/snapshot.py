@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ptmon.monitor.config import ConfigError, load_settings
+from ptmon.monitor.config import ConfigError, config_warnings, load_settings
 from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.format import (
     DASH,
@@ -242,6 +242,8 @@ def run_snapshot(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"ptmon snapshot: {safe(str(exc))}", file=sys.stderr)
         return 2
+    for warning in config_warnings(settings):
+        print(f"ptmon snapshot: warning: {warning}", file=sys.stderr)
     if not settings.targets and settings.prometheus is None:
         print("ptmon snapshot: no targets: give /metrics URLs, --prometheus URL, or a --config with [[targets]]",
               file=sys.stderr)
