@@ -241,3 +241,14 @@ async def test_the_window_is_the_time_scraped_even_when_the_run_started_long_bef
     assert d.uptime_s is not None and d.uptime_s > 1000.0
     assert 0.5 < d.window_s < 30.0
     assert d.burn_dollars_per_hour == pytest.approx(4 * 3.0, rel=0.2)
+
+
+def test_a_target_warning_is_in_its_row_when_it_has_no_error() -> None:
+    warned = "GPU-hour price $-3 ignored (expected $0 to $1,000); the default price is used"
+    d = Dashboard(now=1000.0, window_s=60.0, interval_s=1.0, targets=(
+        TargetHealth("w", "http://w/metrics", "rollout", True, warning=warned),
+        TargetHealth("d", "http://d/metrics", "rollout", False, error="connection refused", warning=warned)))
+    buf = io.StringIO()
+    render(d, Console(file=buf, force_terminal=False, width=400))
+    out = buf.getvalue()
+    assert f"warning: {warned}" in out and out.count("GPU-hour price") == 1  # the error wins on the down row
