@@ -382,14 +382,9 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     for key, field_name in (("interval", "interval_s"), ("window", "window_s"), ("timeout", "timeout_s")):
         if key in doc:
             out[field_name] = r.duration(doc[key], key)
-    if "max_series" in doc:
-        out["max_series"] = r.integer(doc["max_series"], "max_series", minimum=1)
-    if "max_label_bytes" in doc:
-        out["max_label_bytes"] = r.integer(doc["max_label_bytes"], "max_label_bytes", minimum=2**20)
-    if "max_body_bytes" in doc:
-        out["max_body_bytes"] = r.integer(doc["max_body_bytes"], "max_body_bytes", minimum=1024)
-    if "concurrency" in doc:
-        out["concurrency"] = r.integer(doc["concurrency"], "concurrency", minimum=1)
+    for key, least in (("max_series", 1), ("max_label_bytes", 2**20), ("max_body_bytes", 1024), ("concurrency", 1)):
+        if key in doc:
+            out[key] = r.integer(doc[key], key, minimum=least)
     if "prices" in doc:
         prices = r.table(doc["prices"], "prices")
         checked: dict[str, float] = {}
