@@ -33,7 +33,15 @@ from textual.widgets import Input, Static
 from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.feed import Feed
 from ptmon.monitor.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
-from ptmon.monitor.settings import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_S, WINDOWS_S, Thresholds, fit_timing
+from ptmon.monitor.settings import (
+    DEFAULT_INTERVAL_S,
+    DEFAULT_WINDOW_S,
+    WINDOWS_S,
+    Thresholds,
+    buffer_warning,
+    fit_timing,
+)
+from ptmon.monitor.store import DEFAULT_CAPACITY
 from ptmon.monitor.terminal import ResumeGuard, not_a_terminal
 from ptmon.monitor.text import mask_secrets, safe
 from ptmon.monitor.widgets import (
@@ -162,6 +170,7 @@ class PtmonApp(App[int]):
         self.thresholds = thresholds or Thresholds()
         self.time_scale = time_scale
         self._timeout_s = timeout_s  # the configured scrape timeout: the keys never pick an interval under it
+        self._buffer_warned: str | None = None  # the window-longer-than-the-buffer toast last shown
         # The starting values, not changes: set without calling the watchers (nothing is mounted yet).
         self.set_reactive(PtmonApp.interval_s, interval_s)
         self.set_reactive(PtmonApp.window_s, window_s)
@@ -218,6 +227,7 @@ class PtmonApp(App[int]):
         self._fit_layout(*self.size)
         self.watch_screen_layout(self.screen_layout)
         self.table().focus()
+        self._warn_buffer()
         try:
             await self._feed.start()
         except Exception as exc:  # someone else's code: say what broke, keep the screen up
@@ -363,6 +373,15 @@ class PtmonApp(App[int]):
         """The pair the config would accept (every 1m with a 1m window would not): the other one moves."""
         self.interval_s, self.window_s = fit_timing(interval_s, window_s, keep=keep, timeout_s=self._timeout_s,
                                                     intervals=INTERVALS_S, windows=WINDOWS_S)
+        self._warn_buffer()
+
+    def _warn_buffer(self) -> None:
+        """A toast when the window comes out longer than the store holds at the interval (once per pair)."""
+        capacity = getattr(getattr(self._feed, "store", None), "capacity", DEFAULT_CAPACITY)
+        warning = buffer_warning(self.interval_s, self.window_s, capacity=capacity)
+        if warning is not None and warning != self._buffer_warned:
+            self.notify(warning, title="window", severity="warning", markup=False)
+        self._buffer_warned = warning
 
     def action_toggle_zero(self) -> None:
         self.rates_from_zero = not self.rates_from_zero
@@ -546,7 +565,7 @@ def _screenshot_name(where: str) -> str:
 def run_watch(args: argparse.Namespace) -> int:
     """``ptmon watch URL ... | --config FILE | --prometheus URL``: exit 2 with a message when there is nothing
     to watch."""
-    from ptmon.monitor.config import ConfigError, load_settings
+    from ptmon.monitor.config import ConfigError, config_warnings, load_settings
     from ptmon.monitor.live import LiveFeed
 
     try:
@@ -562,6 +581,8 @@ def run_watch(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"ptmon watch: {safe(str(exc))}", file=sys.stderr)
         return 2
+    for warning in config_warnings(settings):
+        print(f"ptmon watch: warning: {warning}", file=sys.stderr)
     if not settings.targets and settings.prometheus is None:
         print(
             "usage: ptmon watch URL|FILE.jsonl [...] | --config FILE | --prometheus URL\n"

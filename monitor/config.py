@@ -28,19 +28,22 @@ from ptmon.monitor.settings import (
     Settings,
     Target,
     Thresholds,
+    buffer_warning,
     secret_problem,
     timeout_fits,
     window_fits,
 )
+from ptmon.monitor.store import DEFAULT_CAPACITY
 from ptmon.monitor.text import mask_secrets
 
 __all__ = ["ConfigError", "load_settings", "target_from_url", "target_from_arg", "prometheus_from_url",
-           "parse_duration", "distinct_names", "find_config", "CONFIG_NAME", "PROMETHEUS_MAX_BODY_BYTES"]
+           "parse_duration", "distinct_names", "find_config", "CONFIG_NAME", "PROMETHEUS_MAX_BODY_BYTES",
+           "config_warnings"]
 
 _CLI = "command line"
 CONFIG_NAME = "ptmon.toml"
-_TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_body_bytes", "concurrency",
-                       "prices", "eval", "alerts", "targets", "prometheus", "run"})
+_TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_label_bytes", "max_body_bytes",
+                       "concurrency", "prices", "eval", "alerts", "targets", "prometheus", "run"})
 _EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
 _TARGET_KEYS = frozenset({"name", "url", "role", "bearer_token_file", "basic_auth", "ca_file", "verify_tls"})
 _PROMETHEUS_KEYS = _TARGET_KEYS - {"role"}
@@ -453,12 +456,9 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     for key, field_name in (("interval", "interval_s"), ("window", "window_s"), ("timeout", "timeout_s")):
         if key in doc:
             out[field_name] = r.duration(doc[key], key)
-    if "max_series" in doc:
-        out["max_series"] = r.integer(doc["max_series"], "max_series", minimum=1)
-    if "max_body_bytes" in doc:
-        out["max_body_bytes"] = r.integer(doc["max_body_bytes"], "max_body_bytes", minimum=1024)
-    if "concurrency" in doc:
-        out["concurrency"] = r.integer(doc["concurrency"], "concurrency", minimum=1)
+    for key, least in (("max_series", 1), ("max_label_bytes", 2**20), ("max_body_bytes", 1024), ("concurrency", 1)):
+        if key in doc:
+            out[key] = r.integer(doc[key], key, minimum=least)
     if "prices" in doc:
         prices = r.table(doc["prices"], "prices")
         checked: dict[str, float] = {}
@@ -561,6 +561,12 @@ def load_settings(
     settings = Settings(**kwargs)
     _check_timing(settings, origin)
     return settings
+
+
+def config_warnings(settings: Settings, *, capacity: int = DEFAULT_CAPACITY) -> tuple[str, ...]:
+    """What the settings allow but will not do as asked (a window longer than the buffer holds), in words."""
+    warning = buffer_warning(settings.interval_s, settings.window_s, capacity=capacity)
+    return (warning,) if warning else ()
 
 
 def _cli_source(cli: _Reader, kwargs: dict[str, Any], *, urls: Sequence[str], prometheus_url: str | None) -> None:

@@ -43,6 +43,8 @@ class TargetHealth:
     # None: not known (never answered).
     recognised: bool | None = None
     age_s: float | None = None  # now - the last successful scrape; None: never succeeded (or not measured)
+    # Numbers it sends that ptmon refuses to use (a price below zero, say), in words; raw text: render literally.
+    warning: str | None = None
 
     def is_old(self, stale_after_s: float | None) -> bool:
         """Its numbers are older than ``stale_after_s`` (the Dashboard's): shown, but said to be old."""

@@ -49,7 +49,8 @@ class LiveFeed:
         # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 19 bytes a
         # point (two float64 columns plus slack, as tests/bench/bench_build.py measures); at faster
         # intervals the longest window shows what fits, and rates use the span held.
-        self.store = store if store is not None else Store(max_series=settings.max_series)
+        self.store = store if store is not None else Store(max_series=settings.max_series,
+                                                           max_label_bytes=settings.max_label_bytes)
         # Either source fills the same store with the same samples; nothing below here can tell which.
         self._scraper: Source
         self._prometheus: PrometheusSource | None = None

@@ -217,8 +217,12 @@ def _price_join() -> str:
     one (job, instance) holding many groups, each with its own price, and a
     price joined on (job, instance, role) there is a many-to-many error that
     stops every spend rule of every run. The same labels are one group's own.
+    A price below zero or above ``schema.MAX_GPU_HOUR_PRICE`` is filtered out,
+    as the TUI passes it over: that series is left out of the sum rather than
+    priced with a number that cannot be right.
     """
-    return f"ignoring () group_left () {schema.GPU_HOUR_PRICE.name}"
+    return (f"ignoring () group_left () ({schema.GPU_HOUR_PRICE.name} >= 0 "
+            f"<= {schema.MAX_GPU_HOUR_PRICE:g})")
 
 
 def _young_or_old(selector: str, window: str, *, old: str, young: str) -> str:

@@ -26,6 +26,7 @@ __all__ = [
     "median_slot_s",
     "evaluated_max_age_s",
     "DEFAULT_MAX_SERIES",
+    "DEFAULT_MAX_LABEL_BYTES",
     "DEFAULT_MAX_BODY_BYTES",
     "PROMETHEUS_MAX_BODY_BYTES",
     "MIN_TIMEOUT_S",
@@ -36,6 +37,7 @@ __all__ = [
     "window_fits",
     "fit_timing",
     "secret_problem",
+    "buffer_warning",
 ]
 
 DEFAULT_INTERVAL_S = 1.0
@@ -68,6 +70,10 @@ def evaluated_max_age_s(interval_s: float) -> float:
 
 # Sources' limits: what one peer may cost before it is refused with a clear error instead.
 DEFAULT_MAX_SERIES = 20_000  # per target; new series past it are dropped, counted and the target flagged
+# What a target's stored label sets may take (text plus Python's per-label and per-series overhead, see
+# ptmon.monitor.store.label_cost): 20,000 ordinary series of 10 labels take ~65 MB, so the series cap
+# binds first for them; a target churning fat label values is refused here instead of growing for an hour.
+DEFAULT_MAX_LABEL_BYTES = 64 * 2**20
 DEFAULT_MAX_BODY_BYTES = 16 * 2**20  # one /metrics body, inflated
 # A Prometheus answer covers the whole fleet (and, once, the window's history): a larger default cap.
 PROMETHEUS_MAX_BODY_BYTES = 64 * 2**20
@@ -118,6 +124,24 @@ def timeout_fits(interval_s: float, timeout_s: float | None) -> bool:
 def window_fits(interval_s: float, window_s: float) -> bool:
     """The window must hold two scrapes: with one, every rate, quantile and slope is unknown."""
     return window_s >= 2 * interval_s
+
+
+def _spoken(s: float) -> str:
+    if s >= 3600:
+        return f"{s / 3600:.3g} h"
+    return f"{s / 60:.3g} min" if s >= 60 else f"{s:.3g} s"
+
+
+def buffer_warning(interval_s: float, window_s: float, *, capacity: int) -> str | None:
+    """Why the window shows less than it says, when it is longer than ``capacity`` scrapes at this interval;
+    None when the buffer holds it. Not an error: the numbers over what is held are right, only shorter. The
+    buffer is not grown for it: each series' depth times the series cap is the monitor's memory bound."""
+    held = capacity * interval_s
+    if window_s <= held:
+        return None
+    return (f"the {_spoken(window_s)} window is longer than the {_spoken(held)} the buffer holds at a "
+            f"{_spoken(interval_s)} interval ({capacity:,} scrapes a series): rates, charts and quantiles "
+            f"cover the last {_spoken(held)}; a longer interval holds more")
 
 
 def _first(values: Iterable[float], ok: Callable[[float], bool]) -> float | None:
@@ -211,6 +235,7 @@ class Settings:
     marginal_k: int = 5
     thresholds: Thresholds = field(default_factory=Thresholds)
     max_series: int = DEFAULT_MAX_SERIES
+    max_label_bytes: int = DEFAULT_MAX_LABEL_BYTES
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     concurrency: int = 16
     # Read this Prometheus-compatible server's query API instead of scraping targets (exclusive with targets).

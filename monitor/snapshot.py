@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ptmon.monitor.config import ConfigError, load_settings
+from ptmon.monitor.config import ConfigError, config_warnings, load_settings
 from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.format import (
     DASH,
@@ -311,8 +311,9 @@ def render(d: Dashboard, console: Console, *, config_file: str | None = None) ->
     for t in d.targets:
         up = DASH if t.up is None else ("DOWN" if not t.up else "up" if t.recognised is not False
                                         else "up, nothing recognised")
+        problem = t.error or (f"warning: {t.warning}" if t.warning else None)
         targets.add_row(*map(_cell, (lit(t.name), lit(t.url), lit(t.role), Text(up), Text(str(t.series)),
-                                     lit(t.error))))
+                                     lit(problem))))
     console.print(targets)
 
     if d.workers:
@@ -341,6 +342,8 @@ def run_snapshot(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"ptmon snapshot: {safe(str(exc))}", file=sys.stderr)
         return 2
+    for warning in config_warnings(settings):
+        print(f"ptmon snapshot: warning: {warning}", file=sys.stderr)
     if not settings.targets and settings.prometheus is None:
         print("ptmon snapshot: no targets: give /metrics URLs or JSONL metrics files, --prometheus URL, or a "
               "--config with [[targets]]", file=sys.stderr)

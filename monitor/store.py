@@ -1,8 +1,13 @@
 """Bounded in-memory time series: one ring buffer per (target, series).
 
 Memory is bounded whatever a target sends: each series keeps at most
-``capacity`` points and each target at most ``max_series`` series; series
-beyond the cap are dropped and counted, so the target's health can say so.
+``capacity`` points and each target at most ``max_series`` series, whose
+label sets may take at most ``max_label_bytes`` (their text plus what Python
+keeps per label and per series, see ``label_cost``); series beyond either
+cap are dropped and counted, so the target's health can say so. Without the
+byte budget a target churning fat label values (each under the per-value and
+per-series limits) grew the monitor by gigabytes within the hour its series
+are kept.
 When a target is full, series it has not sent for ``capacity`` scrapes are
 forgotten to make room (label churn must not lock new series out forever).
 
@@ -27,9 +32,10 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from ptmon.monitor.parse import Labels, Sample
-from ptmon.monitor.settings import DEFAULT_MAX_SERIES
+from ptmon.monitor.settings import DEFAULT_MAX_LABEL_BYTES, DEFAULT_MAX_SERIES
 
-__all__ = ["Store", "Series", "Span", "IngestResult", "SeriesKey", "DEFAULT_CAPACITY", "DEFAULT_MAX_SERIES"]
+__all__ = ["Store", "Series", "Span", "IngestResult", "SeriesKey", "DEFAULT_CAPACITY", "DEFAULT_MAX_SERIES",
+           "DEFAULT_MAX_LABEL_BYTES", "label_cost"]
 
 DEFAULT_CAPACITY = 3600  # one hour at one scrape per second
 
@@ -40,8 +46,29 @@ SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
 _SLACK_FRACTION = 16
 
 
+# What one stored series costs beyond its label text, measured with tracemalloc on CPython 3.11-3.13: the
+# Series object, its two arrays and slots (~1 KiB), and per label its key and value str objects and dict
+# entry (~190 bytes; a series of 2,000 one-byte labels took 380 KB for 20 KB of text).
+_SERIES_OVERHEAD = 1024
+_LABEL_OVERHEAD = 200
+
+
 def series_key(name: str, labels: Mapping[str, str]) -> SeriesKey:
     return (name, tuple(sorted(labels.items())))
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def label_cost(name: str, labels: Mapping[str, str]) -> int:
+    """The bytes a series' name and labels take in the store, as counted against ``max_label_bytes``.
+
+    Text alone would let many tiny labels through at 20x their text; the per-label and per-series
+    overheads make the budget a bound on memory, not on characters.
+    """
+    text = _utf8_len(name) + sum(_utf8_len(k) + _utf8_len(v) for k, v in labels.items())
+    return text + _LABEL_OVERHEAD * len(labels) + _SERIES_OVERHEAD
 
 
 class Span(NamedTuple):
@@ -136,11 +163,13 @@ class Series:
     appended) of physical index 0, so the drop index survives those cuts.
     """
 
-    __slots__ = ("name", "labels", "_t", "_v", "_lo", "_base", "_cap", "_slack", "_index", "_carried")
+    __slots__ = ("name", "labels", "cost", "_t", "_v", "_lo", "_base", "_cap", "_slack", "_index", "_carried")
 
-    def __init__(self, name: str, labels: Mapping[str, str], *, capacity: int) -> None:
+    def __init__(self, name: str, labels: Mapping[str, str], *, capacity: int, cost: int = 0) -> None:
         self.name = name
-        self.labels: Mapping[str, str] = MappingProxyType(dict(labels))
+        # The parser's Labels cannot change: shared, not copied (the store's known-cache holds the same object).
+        self.labels: Mapping[str, str] = MappingProxyType(labels if type(labels) is Labels else dict(labels))
+        self.cost = cost  # label_cost, as charged to the target's budget
         self._t = array("d")
         self._v = array("d")
         self._lo = 0
@@ -319,6 +348,7 @@ class Series:
 class IngestResult:
     accepted: int = 0  # points stored (a repeated or older timestamp is not stored)
     dropped_series: int = 0
+    over_label_bytes: int = 0  # of dropped_series, those refused by the byte budget (the rest by the series cap)
 
 
 @dataclass(slots=True)
@@ -327,20 +357,26 @@ class _TargetData:
     by_name: dict[str, list[Series]] = field(default_factory=dict)
     scrapes: deque[float] = field(default_factory=deque)
     dropped_series: int = 0
+    label_bytes: int = 0  # label_cost of every stored series
     # id(Labels) -> (labels, name, series or None when dropped): the fast path of ingest.
     known: dict[int, tuple[Mapping[str, str], str, Series | None]] = field(default_factory=dict)
+    known_dropped_bytes: int = 0  # label_cost of the dropped series ``known`` keeps alive
 
 
 class Store:
     """Per-target series store. Not thread-safe: one event loop owns it."""
 
-    def __init__(self, *, capacity: int = DEFAULT_CAPACITY, max_series: int = DEFAULT_MAX_SERIES) -> None:
+    def __init__(self, *, capacity: int = DEFAULT_CAPACITY, max_series: int = DEFAULT_MAX_SERIES,
+                 max_label_bytes: int = DEFAULT_MAX_LABEL_BYTES) -> None:
         if capacity < 2:
             raise ValueError(f"capacity must be at least 2 points, got {capacity}")
         if max_series < 1:
             raise ValueError(f"max_series must be at least 1, got {max_series}")
+        if max_label_bytes < 1:
+            raise ValueError(f"max_label_bytes must be at least 1, got {max_label_bytes}")
         self.capacity = capacity
         self.max_series = max_series
+        self.max_label_bytes = max_label_bytes
         self._targets: dict[str, _TargetData] = {}
 
     def ingest(self, target: str, timestamp: float, samples: Iterable[Sample]) -> IngestResult:
@@ -350,44 +386,67 @@ class Store:
             data = self._targets[target] = _TargetData(scrapes=deque(maxlen=self.capacity))
         data.scrapes.append(timestamp)
         result = IngestResult()
-        table = data.series
         # The parser hands out the same read-only Labels object for a series on
         # every scrape, so the series is found by identity (one dict lookup and
         # an ``is``) instead of sorting its labels into a key each time: that
         # sort was most of the cost of a steady-state scrape.
         known = data.known
         known_get = known.get
-        accepted = dropped = 0
-        evicted = False
+        accepted = 0
+        swept = [False]  # at most one sweep of stale series per scrape
         for s in samples:
             labels = s.labels
             hit = known_get(id(labels))
             if hit is not None and hit[0] is labels and hit[1] == s.name:
                 series = hit[2]
             else:
-                key = (s.name, tuple(sorted(labels.items())))
-                series = table.get(key)
-                if series is None and len(table) >= self.max_series and not evicted:
-                    evicted = True  # at most one sweep per scrape
-                    if self._evict_stale(data):
-                        known.clear()  # it may point at evicted series or remember "dropped"
-                if series is None and len(table) < self.max_series:
-                    series = table[key] = Series(s.name, labels, capacity=self.capacity)
-                    data.by_name.setdefault(s.name, []).append(series)
-                if type(labels) is Labels:  # immutable: safe to remember by identity
-                    known[id(labels)] = (labels, s.name, series)  # holding it keeps the id unique
-            if series is None:  # over the series cap
-                dropped += 1
+                series = self._admit(data, s.name, labels, result, swept)
+            if series is None:  # over the series cap or the byte budget
+                result.dropped_series += 1
             elif series.append(timestamp if s.timestamp is None else s.timestamp, s.value):
                 accepted += 1
-        if len(known) > max(4 * self.max_series, 2 * (accepted + dropped)):
+        if (len(known) > max(4 * self.max_series, 2 * (accepted + result.dropped_series))
+                or data.known_dropped_bytes > self.max_label_bytes // 8):
             # Series churn: start afresh. Like the parser's own cache this follows
             # the size of a scrape, itself bounded by the scraper's body cap; a
-            # flooding target's dropped series stay cheap to drop again.
-            known.clear()
-        result.accepted, result.dropped_series = accepted, dropped
-        data.dropped_series += dropped
+            # flooding target's dropped series stay cheap to drop again, and the labels
+            # they keep alive stay within an eighth of the budget.
+            self._forget_known(data)
+        result.accepted = accepted
+        data.dropped_series += result.dropped_series
         return result
+
+    def _admit(self, data: _TargetData, name: str, labels: Mapping[str, str], result: IngestResult,
+               swept: list[bool]) -> Series | None:
+        """The stored series for (name, labels), made when both caps allow; None when it is dropped."""
+        key = (name, tuple(sorted(labels.items())))
+        table = data.series
+        series = table.get(key)
+        if series is None:
+            cost = label_cost(name, labels)
+            if not self._fits(data, cost) and not swept[0]:
+                swept[0] = True
+                if self._evict_stale(data):
+                    self._forget_known(data)  # it may point at evicted series or remember "dropped"
+            if self._fits(data, cost):
+                series = table[key] = Series(name, labels, capacity=self.capacity, cost=cost)
+                data.by_name.setdefault(name, []).append(series)
+                data.label_bytes += cost
+            else:
+                if len(table) < self.max_series:
+                    result.over_label_bytes += 1
+                data.known_dropped_bytes += cost
+        if type(labels) is Labels:  # immutable: safe to remember by identity
+            data.known[id(labels)] = (labels, name, series)  # holding it keeps the id unique
+        return series
+
+    def _fits(self, data: _TargetData, cost: int) -> bool:
+        return len(data.series) < self.max_series and data.label_bytes + cost <= self.max_label_bytes
+
+    @staticmethod
+    def _forget_known(data: _TargetData) -> None:
+        data.known.clear()
+        data.known_dropped_bytes = 0
 
     def _evict_stale(self, data: _TargetData) -> int:
         """Forget series with no point in the target's last ``capacity`` scrapes.
@@ -406,6 +465,7 @@ class Store:
             return 0
         for key in stale:
             series = data.series.pop(key)
+            data.label_bytes -= series.cost
             same_name = data.by_name[series.name]
             same_name.remove(series)
             if not same_name:
@@ -433,6 +493,11 @@ class Store:
     def series_count(self, target: str) -> int:
         data = self._targets.get(target)
         return len(data.series) if data is not None else 0
+
+    def label_bytes(self, target: str) -> int:
+        """What ``target``'s stored label sets cost against ``max_label_bytes``."""
+        data = self._targets.get(target)
+        return data.label_bytes if data is not None else 0
 
     def dropped_series(self, target: str) -> int:
         data = self._targets.get(target)

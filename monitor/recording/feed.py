@@ -107,6 +107,6 @@ def recording_feed(settings: Settings, path: str, *, retention_s: float | None =
     except BaseException:
         recorder.close()
         raise
-    store = TappedStore(recorder, max_series=settings.max_series)
+    store = TappedStore(recorder, max_series=settings.max_series, max_label_bytes=settings.max_label_bytes)
     feed = LiveFeed(settings, store=store, evals=past.evals if past else None, **feed_kwargs)
     return RecordingFeed(feed, recorder, history=past)

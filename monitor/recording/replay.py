@@ -184,7 +184,8 @@ class ReplayFeed:
 
     def _reset(self) -> None:
         kwargs = {"capacity": self._capacity} if self._capacity else {}
-        self.store = Store(max_series=self.settings.max_series, **kwargs)
+        self.store = Store(max_series=self.settings.max_series, max_label_bytes=self.settings.max_label_bytes,
+                           **kwargs)
         self.log = EventLog(self.settings)
         self.source = ReplaySource(self.recording, store=self.store, settings=self.settings,
                                    on_health=lambda h, at: self.log.observe_health((h,), at=at))

@@ -380,8 +380,11 @@ class Recorder:
 class TappedStore(Store):
     """A Store that hands every ingest to a recorder, after storing it (the tap never changes what is stored)."""
 
-    def __init__(self, recorder: Recorder, *, capacity: int | None = None, max_series: int | None = None) -> None:
+    def __init__(self, recorder: Recorder, *, capacity: int | None = None, max_series: int | None = None,
+                 max_label_bytes: int | None = None) -> None:
         kwargs = {}
+        if max_label_bytes is not None:
+            kwargs["max_label_bytes"] = max_label_bytes
         if capacity is not None:
             kwargs["capacity"] = capacity
         if max_series is not None:

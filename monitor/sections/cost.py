@@ -3,7 +3,8 @@
 Burn is GPUs in use times each one's price: GPUs in use are the server's
 answer where it gave one (``rate`` of GPU-seconds per target and role), else
 the stored series' rates; either way priced by ``ptmon.monitor.pricing``, so
-``[prices]`` overrides apply to both.
+``[prices]`` overrides apply to both. A GPU count outside [0, ``MAX_GPUS``]
+is left out (``pricing.gpus_ok``): a counter that jumped by 1e20 is no fleet.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TypedDict
 
 from ptmon.monitor.derive import span_rate
 from ptmon.monitor.evaluated import prefer
-from ptmon.monitor.pricing import burn_per_hour, gpu_price
+from ptmon.monitor.pricing import burn_per_hour, gpu_price, gpus_ok
 from ptmon.monitor.sections.context import Context
 
 __all__ = ["CostFields", "cost"]
@@ -45,7 +46,8 @@ def _stored_gpus(ctx: Context) -> list[tuple[float, float]]:
     """(GPUs in use, $/GPU-hour) per stored GPU-seconds series with a rate in the window."""
     w = ctx.w
     return [(r, c.price) for c in ctx.cost
-            if (r := span_rate(w.rate_span(c.series, c.target), start=w.range_start(c.target), end=w.end)) is not None]
+            if (r := span_rate(w.rate_span(c.series, c.target), start=w.range_start(c.target), end=w.end)) is not None
+            and gpus_ok(r)]
 
 
 def _served_gpus(ctx: Context) -> list[tuple[float, float]] | None:
@@ -54,4 +56,4 @@ def _served_gpus(ctx: Context) -> list[tuple[float, float]] | None:
         return None
     roles = ctx.roles
     return [(gpus, gpu_price(ctx.store, ctx.settings, target, label, roles.get(target)))
-            for target, label, gpus in ctx.evaluated.gpus]
+            for target, label, gpus in ctx.evaluated.gpus if gpus_ok(gpus)]

@@ -7,6 +7,7 @@ from typing import TypedDict
 
 from ptmon.exporters import schema
 from ptmon.monitor.dashboard import TargetHealth
+from ptmon.monitor.pricing import cost_warnings
 from ptmon.monitor.roles import run_info_names
 from ptmon.monitor.sections.context import Context
 from ptmon.monitor.settings import stale_after_s
@@ -41,8 +42,14 @@ def identity(ctx: Context) -> IdentityFields:
     if started_at is None and ctx.firsts:
         started_at = min(ctx.firsts.values())
     return IdentityFields(run=run, model=model, algorithm=algorithm, started_at=started_at,
-                          targets=tuple(_aged(t.health, ctx.now) for t in ctx.targets),
+                          targets=tuple(_warned(_aged(t.health, ctx.now), ctx) for t in ctx.targets),
                           stale_after_s=stale_after_s(ctx.settings.interval_s, ctx.settings.timeout_s))
+
+
+def _warned(health: TargetHealth, ctx: Context) -> TargetHealth:
+    """The cost numbers this target sends that are refused (``pricing.cost_warnings``), on its row."""
+    warnings = cost_warnings(ctx.store, health.name)
+    return replace(health, warning="; ".join(warnings)) if warnings else health
 
 
 def _aged(health: TargetHealth, now: float) -> TargetHealth:

@@ -127,9 +127,18 @@ def short(text: str) -> str:
     return text
 
 
-def series_limit_error(max_series: int, dropped: int) -> str:
-    """A target over the store's series cap: stored up to the cap, flagged down, and this says what is missing."""
+def series_limit_error(max_series: int, dropped: int, *, over_label_bytes: int = 0,
+                       max_label_bytes: int = 0) -> str:
+    """A target over the store's series cap or label budget: stored up to the cap, flagged down, and this
+    says what is missing (and, for the budget, the likely cause: label values that keep changing)."""
+    if over_label_bytes and over_label_bytes >= dropped:
+        return (f"label memory limit {_mib(max_label_bytes)} reached: {dropped:,} new series dropped "
+                "(label values that keep changing, or very long ones?)")
     return f"series limit {max_series:,} reached: {dropped:,} new series dropped"
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

@@ -76,6 +76,29 @@ def _own_labels() -> dict[str, frozenset[str]]:
 
 
 _OWN_LABELS = _own_labels()
+_REFUSED = "\0refused"  # the name _classify gives a series over the label-size contract: not stored
+# The series cache's label text, past which it starts afresh (label churn through the server's answers).
+_CACHE_BYTES = 64 * 2**20
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def label_size_problem(name: str, labels: Mapping[str, str]) -> str | None:
+    """Why this series is over the label-size contract the scraper keeps (schema.MAX_LABEL_VALUE_BYTES a
+    value, MAX_SERIES_BYTES name and labels as written), in the scraper's words; None when it is within."""
+    size = _utf8_len(name) + 2
+    for k, v in labels.items():
+        value = _utf8_len(v)
+        if value > schema.MAX_LABEL_VALUE_BYTES:
+            return (f"label value of {value:,} bytes exceeds the limit of {schema.MAX_LABEL_VALUE_BYTES:,} "
+                    f"(label {k[:64]!r} of {name[:64]})")
+        size += _utf8_len(k) + value + 4
+    if size > schema.MAX_SERIES_BYTES:
+        return (f"series of {size:,} bytes (name and labels) exceeds the limit of {schema.MAX_SERIES_BYTES:,} "
+                f"({name[:64]})")
+    return None
 
 
 def _group(metric: Mapping[str, Any]) -> tuple[_Key, tuple[tuple[str, Any], ...]]:
@@ -98,6 +121,8 @@ class _Remote:
     scrape_seconds: float | None = None
     samples: int = 0
     dropped_series: int = 0
+    over_label_bytes: int = 0  # of dropped_series, refused by the store's label budget
+    refused: str | None = None  # why series of the last answer were refused (label sizes), in words
     pushed: bool = False  # holds groups a Pushgateway carries (push_time_seconds): no scrape of its own
     carried_ts: float | None = None  # pushed: the last scrape of the gateway(s) carrying it
     ingested_ts: float = -math.inf  # newest Prometheus scrape time stored
@@ -125,6 +150,8 @@ class RemoteTargets:
         self._ptmon_names: dict[_Key, str] = {}
         # The answer's label items of a series -> (target, name, Labels); see ingest.
         self._series: dict[tuple[tuple[str, Any], ...], tuple[_Key, str, Labels | None]] = {}
+        self._series_bytes = 0  # label text the cache holds
+        self._refusals: dict[tuple[tuple[str, Any], ...], str] = {}  # cached series refused: why
 
     def __bool__(self) -> bool:
         return bool(self._remotes)
@@ -164,10 +191,15 @@ class RemoteTargets:
     def ingest(self, result: list[dict[str, Any]]) -> None:
         """Split the answer by target, store each Prometheus scrape once, and update health."""
         cache = self._series
-        if len(cache) > 2 * len(result) + 10_000:
-            cache.clear()  # label churn: start afresh (bounded by the answer, itself bounded by the body cap)
+        if len(cache) > 2 * len(result) + 10_000 or self._series_bytes > _CACHE_BYTES:
+            # label churn: start afresh (bounded by the answer, itself bounded by the body cap)
+            cache.clear()
+            self._refusals.clear()
+            self._series_bytes = 0
         if self._run is not None:
             result = self._of_run(result)
+        for remote in self._remotes.values():
+            remote.refused = None
         data, meta = self._split(result)
         for key in meta:
             if key[0] in self._jobs:
@@ -200,8 +232,11 @@ class RemoteTargets:
             except (TypeError, KeyError, AttributeError):
                 continue  # a native histogram ("histograms") or something new: not ours to read
             if series is None:
-                series = cache[ident] = self._classify(metric)
+                series = cache[ident] = self._classify(metric, ident)
             key, name, labels = series
+            if name is _REFUSED:  # over the label-size contract: its target says so, the rest is kept
+                self._remotes[key].refused = self._refusals.get(ident)
+                continue
             if labels is None:  # the scrape-health series, or unusable labels
                 if name:
                     meta[key].extend((ts, name, v) for ts, v in points(values))
@@ -249,8 +284,13 @@ class RemoteTargets:
             return bool(own == self._run)
         return _group(metric) in self._run_groups
 
-    def _classify(self, metric: Mapping[str, Any]) -> tuple[_Key, str, Labels | None]:
-        """(target, name, labels to store) of a series seen for the first time; labels None: not stored."""
+    def _classify(self, metric: Mapping[str, Any], ident: tuple[Any, ...]) -> tuple[_Key, str, Labels | None]:
+        """(target, name, labels to store) of a series seen for the first time; labels None: not stored.
+
+        A series over the label-size contract is refused as the scraper refuses a page holding one (its
+        name is ``_REFUSED``, the reason kept for its target's row): the same target seen through a server
+        costs no more memory than scraped directly.
+        """
         labels = {k: v for k, v in metric.items() if isinstance(k, str) and isinstance(v, str)}
         name = labels.pop("__name__", "")
         key = (labels.pop(_JOB, ""), labels.pop(_INSTANCE, ""))
@@ -261,6 +301,11 @@ class RemoteTargets:
             return key, name, None
         self._jobs.add(key[0])
         self._remote(key, self._ptmon_names.get(key))
+        problem = label_size_problem(name, labels)
+        if problem is not None:
+            self._refusals[ident] = problem
+            return key, _REFUSED, None
+        self._series_bytes += sum(_utf8_len(k) + _utf8_len(v) for k, v in labels.items())
         # One read-only Labels object per series for as long as it is cached: the store finds it by identity.
         return key, name, Labels(labels)
 
@@ -283,16 +328,16 @@ class RemoteTargets:
         return f"{job}/{instance}#{n}"
 
     def _store_scrapes(self, remote: _Remote, by_ts: Mapping[float, list[Sample]]) -> None:
-        dropped = None
+        dropped = over = None
         for ts in sorted(by_ts):
             if ts <= remote.ingested_ts:
                 continue  # seen in an earlier, overlapping poll
             result = self._store.ingest(remote.name, ts, by_ts[ts])
             remote.first_ts = min(remote.first_ts, ts)
             remote.ingested_ts = ts
-            dropped = result.dropped_series
+            dropped, over = result.dropped_series, result.over_label_bytes
         if dropped is not None:
-            remote.dropped_series = dropped
+            remote.dropped_series, remote.over_label_bytes = dropped, over or 0
 
     def _carried_health(self, remote: _Remote) -> None:
         """A target seen only through a Pushgateway's groups: up while a gateway carrying them is.
@@ -346,7 +391,13 @@ class RemoteTargets:
             if behind > max(GONE_MIN_S, 3 * remote.up_spacing):
                 remote.up = False
                 remote.error = short(f"not scraped by Prometheus for {behind:.0f} s ({where})")
+        if remote.up and remote.refused:
+            # As the scraper refuses a page holding such a series: down, so the alert fires; the rest is kept.
+            remote.up = False
+            remote.error = short(f"series refused: {remote.refused}")
         if remote.up and remote.dropped_series:
             # As the scraper does (and Prometheus over sample_limit): down, so the alert fires; what fit is kept.
             remote.up = False
-            remote.error = series_limit_error(self._store.max_series, remote.dropped_series)
+            remote.error = series_limit_error(self._store.max_series, remote.dropped_series,
+                                              over_label_bytes=remote.over_label_bytes,
+                                              max_label_bytes=self._store.max_label_bytes)

@@ -208,7 +208,9 @@ class Scraper(Poller[_TargetState]):
         st.dropped_series = result.dropped_series
         st.recognised = _recognised(samples)
         if result.dropped_series:
-            st.error = series_limit_error(self._store.max_series, result.dropped_series)
+            st.error = series_limit_error(self._store.max_series, result.dropped_series,
+                                          over_label_bytes=result.over_label_bytes,
+                                          max_label_bytes=self._store.max_label_bytes)
 
     async def _fetch(self, st: _TargetState) -> tuple[bytes, str | None]:
         client = self._client(st.tls_key)

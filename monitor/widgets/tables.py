@@ -432,6 +432,15 @@ _UP_RANK = {False: 0, None: 1, True: 2}
 _OLD_RANK = 1.5  # up, but its numbers are old: between not known and up
 
 
+def _error_cell(t: TargetHealth, _now: float) -> Text:
+    """The target's error, else its warning (numbers it sends that are not used), literal either way."""
+    if t.error:
+        return lit(t.error)
+    if t.warning:
+        return Text.assemble(Text("⚠ ", style="yellow"), lit(t.warning))
+    return Text("")
+
+
 def _up(row: TargetHealth | WorkerRow, _now: float) -> Text:
     if row.up is None:
         return Text("…", style="dim")
@@ -459,8 +468,7 @@ class TargetsTable(SortFilterTable[TargetHealth]):
             Column("scrape", lambda t, _: _text(fmt_seconds(t.scrape_seconds)), lambda t: t.scrape_seconds,
                    short="took", priority=5),
             Column("samples", lambda t, _: _text(fmt_num(t.samples)), lambda t: t.samples, priority=4),
-            Column("error", lambda t, _: lit(t.error) if t.error else Text(""), lambda t: t.error or "",
-                   priority=8, floor=16),
+            Column("error", _error_cell, lambda t: t.error or t.warning or "", priority=8, floor=16),
             # long, and known from the config: the first to go
             Column("url", lambda t, _: lit(t.url), _natural(lambda t: t.url), priority=2),
         )

@@ -205,6 +205,23 @@ async def test_the_keys_never_reach_an_interval_and_window_the_config_refuses() 
             load_settings(urls=["http://127.0.0.1:1/metrics"], interval_s=pair[0], window_s=pair[1])
 
 
+async def test_a_window_longer_than_the_buffer_holds_is_said_in_a_toast_when_a_key_makes_one() -> None:
+    # Issue 12 item 8: at every 0.5 s the 3,600-point buffer holds 30 min; a 1h window passed silently.
+    app, _feed, _ = make_app()
+    async with app.run_test(size=WIDE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("right_square_bracket", "right_square_bracket")  # 15m, then 1h: held at 1 s
+        assert app.window_s == 3600.0 and not app._notifications
+        await pilot.press("minus")  # every 0.5 s: 30 min held
+        assert app.interval_s == 0.5
+        messages = [n.message for n in app._notifications]
+        assert messages == ["the 1 h window is longer than the 30 min the buffer holds at a 0.5 s interval "
+                            "(3,600 scrapes a series): rates, charts and quantiles cover the last 30 min; "
+                            "a longer interval holds more"]
+        await pilot.press("left_square_bracket")  # 15m fits: no new toast
+        assert len(app._notifications) == 1
+
+
 async def test_brackets_step_the_window_through_1m_5m_15m_1h() -> None:
     app, feed, _ = make_app()
     async with app.run_test(size=WIDE) as pilot:

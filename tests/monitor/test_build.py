@@ -760,3 +760,33 @@ def test_an_eval_seen_before_any_cost_data_is_placed_once_spend_is_known() -> No
     d = build_dashboard(store, (), settings, now=1199.0, window_s=300, evals=log)
     assert [(p.timestamp, p.score) for p in d.eval_curve] == [(1000.0, 0.40), (1100.0, 0.45)]
     assert d.baseline_score == 0.40 and d.ipd_points_per_kilodollar is not None
+
+
+def test_prices_and_gpu_seconds_that_cannot_be_right_are_not_used_and_the_target_says_so() -> None:
+    # Issue 12 item 8: an exporter price of -3 (or 1e300) was used as is, and negative GPU-seconds times a
+    # negative price read as a positive spend of $5.6e9. Now: the default price for a bad gauge, a bad
+    # counter left out of spend and burn, and each target's row says which number was refused and why.
+    def priced(price: float) -> Gen:
+        def gen(t: float) -> list[Sample]:
+            return [S(schema.GPU_SECONDS.name, 4 * (t - T0 + 100), role="rollout"),
+                    S(schema.GPU_HOUR_PRICE.name, price, role="rollout")]
+        return gen
+
+    def negative(t: float) -> list[Sample]:
+        return [S(schema.GPU_SECONDS.name, -4 * (t - T0 + 100), role="trainer"),
+                S(schema.GPU_HOUR_PRICE.name, -3.0, role="trainer")]
+
+    store = fill(Store(), {"neg": priced(-3.0), "huge": priced(1e300), "fine": priced(2.0), "wrap": negative})
+    d = build_dashboard(store, (), Settings(), now=NOW, window_s=WINDOW)
+    gpu_s = 4 * (NOW - T0 + 100)  # each good counter's value at now: spend counts it all
+    default = schema.DEFAULT_GPU_HOUR_PRICE
+    assert d.spend_dollars == pytest.approx(gpu_s * (default + default + 2.0) / 3600)
+    assert d.burn_dollars_per_hour == pytest.approx(4 * (default + default + 2.0))
+    rows = {t.name: t for t in d.targets}
+    assert rows["fine"].warning is None
+    assert rows["neg"].warning == ("GPU-hour price $-3 ignored (expected $0 to $1,000); the default price is used")
+    assert rows["huge"].warning is not None and rows["huge"].warning.startswith("GPU-hour price $1e+300 ignored")
+    wrap = rows["wrap"].warning
+    assert wrap is not None and "GPU-hour price $-3 ignored" in wrap
+    assert "GPU-seconds counter (-1600) below zero or beyond 1,000,000 GPUs for a year: left out of spend" in wrap
+    assert ("wrap", "trainer") not in {(t, r) for t, r, *_ in d.spend_by_role}

@@ -478,3 +478,14 @@ def test_a_run_filter_goes_with_a_prometheus_source(tmp_path: Path) -> None:
         load_settings(config_path=path)
     with pytest.raises(ConfigError, match=r"bad.toml: run: expected a non-empty string, got 7"):
         load_settings(config_path=write(tmp_path, 'prometheus = "h:9090"\nrun = 7\n', name="bad.toml"))
+
+
+def test_a_window_longer_than_the_buffer_holds_is_a_warning_not_an_error() -> None:
+    from ptmon.monitor.config import config_warnings
+
+    fits = load_settings(urls=["http://127.0.0.1:1/metrics"], interval_s=1.0, window_s=3600.0)
+    assert config_warnings(fits) == ()
+    short = load_settings(urls=["http://127.0.0.1:1/metrics"], interval_s=0.25, window_s=3600.0)
+    assert config_warnings(short) == (
+        "the 1 h window is longer than the 15 min the buffer holds at a 0.25 s interval (3,600 scrapes a series): "
+        "rates, charts and quantiles cover the last 15 min; a longer interval holds more",)

@@ -370,3 +370,14 @@ def test_a_recording_keeps_no_query_string_secret() -> None:
 
     text = settings_to_json(Settings(targets=(Target(name="t", url="http://h:1/m?password=s3cr3t&x=1"),)))
     assert "s3cr3t" not in text and "password=***&x=1" in text
+
+
+def test_a_target_warning_is_in_its_row_when_it_has_no_error() -> None:
+    warned = "GPU-hour price $-3 ignored (expected $0 to $1,000); the default price is used"
+    d = Dashboard(now=1000.0, window_s=60.0, interval_s=1.0, targets=(
+        TargetHealth("w", "http://w/metrics", "rollout", True, warning=warned),
+        TargetHealth("d", "http://d/metrics", "rollout", False, error="connection refused", warning=warned)))
+    buf = io.StringIO()
+    render(d, Console(file=buf, force_terminal=False, width=400))
+    out = buf.getvalue()
+    assert f"warning: {warned}" in out and out.count("GPU-hour price") == 1  # the error wins on the down row

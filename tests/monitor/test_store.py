@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import gc
+import json
 import math
+import subprocess
+import sys
+import tracemalloc
 
 import pytest
 
 from ptmon.monitor.parse import ExpositionParser, Sample
-from ptmon.monitor.store import DEFAULT_CAPACITY, DEFAULT_MAX_SERIES, Store
+from ptmon.monitor.store import DEFAULT_CAPACITY, DEFAULT_MAX_LABEL_BYTES, DEFAULT_MAX_SERIES, Store, label_cost
 
 
 def samples(text: str, parser: ExpositionParser | None = None) -> list[Sample]:
@@ -291,3 +296,96 @@ def test_a_reset_across_a_nan_is_carried_when_it_leaves_the_buffer() -> None:
     span = s.span()
     assert span is not None and span.resets == 0.0 and s.carried == 200.0
     assert span.last_v + span.resets + s.carried == 5.0 + 59 + 200.0
+
+
+# -- the label byte budget (issue 12 item 3) ----------------------------------------------------------
+
+
+def fat_page(parser: ExpositionParser, first: int, count: int, *, labels: int = 4, width: int = 4000) -> list[Sample]:
+    """``count`` new series (ids ``first``..) each with ``labels`` values of ``width`` bytes: label churn."""
+    lines = []
+    for i in range(first, first + count):
+        value = str(i).rjust(width, "x")
+        lines.append("fat{" + ",".join(f'l{j}="{value}"' for j in range(labels)) + "} 1")
+    return parser.parse("\n".join(lines) + "\n", openmetrics=False)
+
+
+def test_label_cost_counts_text_and_what_python_keeps_per_label() -> None:
+    # 2,000 one-byte labels are 20 KB of text but ~400 KB in memory: the cost counts both.
+    assert label_cost("m", {}) == 1 + 1024
+    assert label_cost("m", {"a": "bc"}) == 1 + 3 + 200 + 1024
+    assert label_cost("m", {"a": "é"}) == 1 + 1 + 2 + 200 + 1024  # UTF-8 bytes, not characters
+    many = {f"l{i}": "x" for i in range(2000)}
+    assert label_cost("m", many) > 400_000
+
+
+def test_default_label_budget_holds_the_series_cap_of_ordinary_series() -> None:
+    store = Store()
+    assert store.max_label_bytes == DEFAULT_MAX_LABEL_BYTES
+    ordinary = {"job": "rollout", "instance": "10.0.0.12:9401", "env": "gsm8k", "role": "rollout",
+                "run": "grpo-7b-0412", "worker": "rollout-12", "le": "0.25", "engine": "0", "gpu": "3",
+                "model_name": "Qwen2.5-7B"}
+    assert DEFAULT_MAX_SERIES * label_cost("posttrain_rollout_seconds_bucket", ordinary) <= DEFAULT_MAX_LABEL_BYTES
+
+
+def test_a_churning_fat_label_target_is_cut_at_its_byte_budget_and_keeps_what_fits() -> None:
+    budget = 2**20
+    store = Store(max_label_bytes=budget, capacity=1000)
+    parser = ExpositionParser()
+    per_series = label_cost("fat", fat_page(ExpositionParser(), 0, 1)[0].labels)
+    fit = budget // per_series
+    results = [store.ingest("churn", float(t), fat_page(parser, 4 * t, 4)) for t in range(fit)]
+    assert store.series_count("churn") == fit and store.label_bytes("churn") == fit * per_series <= budget
+    refused = [r for r in results if r.dropped_series]
+    assert refused and all(r.over_label_bytes == r.dropped_series for r in refused)
+    assert store.dropped_series("churn") == 4 * fit - fit
+    # Another target has its own budget; the churning one's stored series keep taking points.
+    assert store.ingest("steady", float(fit), fat_page(ExpositionParser(), 0, 4)).accepted == 4
+    first = fat_page(ExpositionParser(), 0, 1)
+    assert store.ingest("churn", float(fit), first).accepted == 1
+
+
+def test_series_older_than_the_buffer_give_their_budget_back() -> None:
+    per_series = label_cost("fat", fat_page(ExpositionParser(), 0, 1)[0].labels)
+    budget = 10 * per_series
+    store = Store(max_label_bytes=budget, capacity=4)
+    parser = ExpositionParser()
+    dropped = [store.ingest("churn", float(t), fat_page(parser, 4 * t, 4)).dropped_series for t in range(3)]
+    assert dropped == [0, 0, 2]  # 10 fit; the third scrape's last two are refused
+    # Each sweep frees the series of the scrape that left the stored horizon (4 points deep), nothing newer.
+    dropped = [store.ingest("churn", float(t), fat_page(parser, 4 * t, 4)).dropped_series for t in range(3, 9)]
+    assert dropped == [4, 0, 0, 2, 4, 0] and store.label_bytes("churn") <= budget
+    newest = {s.labels["l0"] for s in store.series("churn", "fat")}
+    assert {str(i).rjust(4000, "x") for i in range(32, 36)} <= newest
+
+
+def test_dropped_series_do_not_keep_their_labels_alive_past_one_budget() -> None:
+    # The identity cache remembers dropped series so a flood stays cheap to drop; before the budget, the
+    # labels it kept of dropped series were bounded only by their count (80,000 entries: gigabytes).
+    budget = 2**20
+    store = Store(max_label_bytes=budget, capacity=3600)
+    parser = ExpositionParser()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for t in range(300):
+            store.ingest("churn", float(t), fat_page(parser, 4 * t, 4))
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # 1,200 series of 16 KB were sent (19 MB); the store keeps one budget and its cache at most one more.
+    assert held < 5 * budget
+
+
+@pytest.mark.slow
+def test_a_fat_label_churn_target_scraped_for_25_s_grows_the_monitor_less_than_100_mb() -> None:
+    # A real scraper and store in their own process against a loopback target sending 24 new 120 KB series
+    # a scrape (every value and series under the contract's limits): before the budget the process grew
+    # 165 MB in 25 s (2 GB in 300 s with the issue's page) and kept growing; now it levels off at the budget.
+    run = subprocess.run([sys.executable, "-m", "tests.monitor.churn_monitor", "25"], capture_output=True,
+                         text=True, timeout=120, check=True)
+    out = json.loads(run.stdout.splitlines()[-1])
+    assert out["sent_bytes"] > 100 * 2**20  # the target sent more than the ceiling
+    assert out["rss_peak"] - out["rss_start"] < 100 * 10**6
+    assert out["label_bytes"] <= out["max_label_bytes"] == DEFAULT_MAX_LABEL_BYTES
+    assert out["dropped"] > 0 and out["error"].startswith("label memory limit 64 MiB reached: ")

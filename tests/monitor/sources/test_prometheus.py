@@ -18,6 +18,7 @@ from dataclasses import replace
 import httpx
 import pytest
 
+from ptmon.exporters import schema
 from ptmon.exporters.serve import serve
 from ptmon.exporters.trainer import TrainerExporter
 from ptmon.monitor import promql
@@ -669,6 +670,36 @@ async def test_a_target_over_the_series_cap_keeps_what_fit_and_says_so() -> None
     (row,) = src.health()
     assert (row.up, row.series, row.dropped_series) == (False, 3, 2)
     assert row.error == "series limit 3 reached: 2 new series dropped"
+    await src.aclose()
+
+
+async def test_a_series_over_the_label_size_contract_is_refused_as_the_scraper_refuses_it() -> None:
+    # Issue 12: the scraper refuses a page holding a 65 KiB label value, but the same series through a
+    # Prometheus server was stored whatever its size. Now it is refused with the scraper's words, its target
+    # says so, and every other series (its own and other targets') is kept.
+    t = 1_700_000_000.0
+    w = {"job": "w", "instance": "a:1"}
+    other = {"job": "w", "instance": "b:1"}
+    fat = "x" * (schema.MAX_LABEL_VALUE_BYTES + 1)
+    wide = {f"l{i}": "y" * 40_000 for i in range(4)}  # each value within its limit, the series over its own
+    answer = matrix(({"__name__": ROLLOUTS, "env": "ok", **w}, [(t, 1)]),
+                    ({"__name__": ROLLOUTS, "env": fat, **w}, [(t, 2)]),
+                    ({"__name__": ROLLOUTS, "env": "ok", **other}, [(t, 3)]),
+                    ({"__name__": ROLLOUTS, **wide, **other}, [(t, 4)]),
+                    ({"__name__": "up", **w}, [(t, 1)]), ({"__name__": "up", **other}, [(t, 1)]))
+    store = Store()
+    src = source(Answers(answer), store)
+    await src.scrape_once()
+    await src.scrape_once()  # a cached refusal is still said on the next answer
+    rows = {r.name: r for r in src.health()}
+    assert rows["a:1"].series == 1 and rows["b:1"].series == 1
+    assert rows["a:1"].up is False and rows["a:1"].error == (
+        f"series refused: label value of {len(fat):,} bytes exceeds the limit of {schema.MAX_LABEL_VALUE_BYTES:,} "
+        f"(label 'env' of {ROLLOUTS})")
+    assert rows["b:1"].error is not None and rows["b:1"].error.startswith(
+        "series refused: series of 160,")
+    assert rows["b:1"].error.endswith(f"exceeds the limit of {schema.MAX_SERIES_BYTES:,} ({ROLLOUTS})")
+    assert {s.labels["env"] for s in store.series("a:1", ROLLOUTS)} == {"ok"}
     await src.aclose()
 
 

@@ -63,6 +63,19 @@ async def test_the_cursor_stays_on_its_row_across_updates() -> None:
         assert table.cursor_key == "trainer"
 
 
+async def test_a_target_warning_shows_in_the_error_column_and_is_filtered_on() -> None:
+    warned = "GPU-hour price $-3 ignored (expected $0 to $1,000); the default price is used"
+    app = Host()
+    async with app.run_test(size=(220, 20)) as pilot:
+        table = app.query_one(TargetsTable)
+        table.show((TargetHealth("w", "http://w", "rollout", True, last_scrape=99.0, warning=warned),), now=100.0)
+        await pilot.pause()
+        shown = "".join(seg.text for y in range(table.size.height) for seg in table.render_line(y))
+        assert f"⚠ {warned}"[:60] in shown
+        table.set_filter("price $-3")
+        assert table.visible_keys() == ["w"]
+
+
 async def test_unchanged_rows_are_not_rebuilt() -> None:
     app = Host()
     async with app.run_test() as pilot:
