@@ -28,7 +28,7 @@ from ptmon.monitor.sections.context import Context
 from ptmon.monitor.sections.cost import cost
 from ptmon.monitor.sections.engines import engines
 from ptmon.monitor.sections.identity import identity
-from ptmon.monitor.sections.intelligence import intelligence
+from ptmon.monitor.sections.intelligence import budget, intelligence
 from ptmon.monitor.sections.rollouts import rollouts
 from ptmon.monitor.sections.sync import weight_sync
 from ptmon.monitor.sections.trainer import trainer
@@ -54,10 +54,11 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     """
     ctx = Context(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals,
                   evaluated=evaluated, rates_since=rates_since)
+    spend, ipd = cost(ctx), intelligence(ctx)
     return _known_numbers(Dashboard(
         now=now, window_s=window_s, interval_s=settings.interval_s,
-        **identity(ctx), **trainer(ctx), **weight_sync(ctx), **rollouts(ctx), **engines(ctx), **cost(ctx),
-        **intelligence(ctx),
+        **identity(ctx), **trainer(ctx), **weight_sync(ctx), **rollouts(ctx), **engines(ctx), **spend,
+        **ipd, **budget(ipd, spend["burn_dollars_per_hour"], settings),
     ))
 
 

@@ -19,7 +19,7 @@ from ptmon.monitor.settings import Settings, Target, Thresholds
 __all__ = ["settings_to_json", "settings_from_json"]
 
 _KEPT = ("interval_s", "window_s", "timeout_s", "primary_benchmark", "baseline_score", "baseline_spend_dollars",
-         "marginal_k", "max_series", "run")
+         "marginal_k", "eval_point", "target_score", "max_series", "run")
 
 
 def _public_url(url: str) -> str:
