@@ -103,7 +103,7 @@ def _row(run: _Run, curve: RunCurve, spend: float) -> RunAtSpend:
     return with_dashboard(at_spend(curve, spend), None if t is None else _dashboard(run, t))
 
 
-async def _read_all(url: str, runs: Sequence[str], settings: Settings, since_s: float) -> list[_Run]:
+async def _read_all(runs: Sequence[str], settings: Settings, since_s: float) -> list[_Run]:
     assert settings.prometheus is not None
     server = settings.prometheus
     return list(await asyncio.gather(*(_read_run(server, name, settings, since_s) for name in runs)))
@@ -118,7 +118,7 @@ def summarize_prometheus(settings: Settings, runs: Sequence[str], *, since_s: fl
         raise ValueError("name at least two different runs to compare (--run a --run b)")
     if not (since_s > 0 and math.isfinite(since_s)):
         raise ValueError(f"--since must be a positive duration, got {since_s!r}")
-    read = asyncio.run(_read_all(settings.prometheus.url, runs, settings, since_s))
+    read = asyncio.run(_read_all(runs, settings, since_s))
     curves = [_curve(r) for r in read]
     target = equal_spend(curves)
     rows = [RunAtSpend(name=c.name, spend_dollars=c.spend_dollars, score=None, ipd_points_per_kilodollar=None,
