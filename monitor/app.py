@@ -33,6 +33,7 @@ from textual.widgets import Input, Static
 from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.feed import Feed
 from ptmon.monitor.format import fmt_money, fmt_rate, fmt_score, fmt_seconds, fmt_window
+from ptmon.monitor.ipd import binomial_se
 from ptmon.monitor.settings import (
     DEFAULT_INTERVAL_S,
     DEFAULT_WINDOW_S,
@@ -137,8 +138,8 @@ class PtmonApp(App[int]):
         Binding("a", "panel('alerts')", "alerts", tooltip="show the alerts"),
         Binding("b", "baseline", "baseline", tooltip="set the intelligence-per-dollar baseline to now"),
         Binding("z", "toggle_zero", "zero y", tooltip="rollouts chart: y axis from zero / fitted to the data"),
-        Binding("e", "events", "events", show=False,
-                tooltip="the run's event log: alerts (start, end, duration), downs, restarts, syncs, evals"),
+        Binding("e", "events", "events",
+                tooltip="the event log: alerts, downs, restarts, syncs, evals"),
         Binding("plus", "interval(1)", "slower", key_display="+", tooltip="longer refresh interval"),
         Binding("minus", "interval(-1)", "faster", key_display="-", tooltip="shorter refresh interval"),
         Binding("left_square_bracket", "window(-1)", "window-", key_display="[",
@@ -324,17 +325,20 @@ class PtmonApp(App[int]):
                 [v for _, v in d.weight_sync_series], Text(f"p99 {fmt_seconds(d.weight_sync_p99_s)}"))
             return
         spends = [e.spend_dollars for e in d.eval_curve]
+        errors = tuple(binomial_se(e.score, e.samples) for e in d.eval_curve)
         marks = () if d.baseline_spend_dollars is None else (d.baseline_spend_dollars,)
         self.query_one("#chart-ipd", Chart).show(
             ChartData(
                 points=tuple((e.spend_dollars, e.score) for e in d.eval_curve),
+                errors=errors,
                 marks=marks,
                 hline=d.baseline_score,
                 x_labels=(fmt_money(min(spends)), fmt_money(max(spends))) if spends else ("", ""),
                 y_format=fmt_score,
                 empty="no evals yet",
             ),
-            subtitle=f"{bench or 'score'} {fmt_score(d.score)} · ┄ baseline",
+            subtitle=f"{bench or 'score'} {fmt_score(d.score)} · ┄ baseline"
+            + (" · bars ±1 se" if any(e for e in errors) else ""),
         )
         span = (d.now - d.window_s, d.now)
         ago = (f"-{fmt_window(d.window_s)}", "now")

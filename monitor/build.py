@@ -29,7 +29,7 @@ from ptmon.monitor.sections.cost import cost
 from ptmon.monitor.sections.engines import engines
 from ptmon.monitor.sections.framework import framework
 from ptmon.monitor.sections.identity import identity
-from ptmon.monitor.sections.intelligence import intelligence
+from ptmon.monitor.sections.intelligence import budget, intelligence
 from ptmon.monitor.sections.loops import loop
 from ptmon.monitor.sections.policy import policy_progress
 from ptmon.monitor.sections.rollouts import rollouts
@@ -57,10 +57,12 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     """
     ctx = Context(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals,
                   evaluated=evaluated, rates_since=rates_since)
+    spend, ipd = cost(ctx), intelligence(ctx)
     return _known_numbers(Dashboard(
         now=now, window_s=window_s, interval_s=settings.interval_s,
         **identity(ctx), **trainer(ctx), **loop(ctx), **policy_progress(ctx), **weight_sync(ctx),
-        **rollouts(ctx), **engines(ctx), **cost(ctx), **intelligence(ctx), **framework(ctx),
+        **rollouts(ctx), **engines(ctx), **spend, **ipd, **budget(ipd, spend["burn_dollars_per_hour"], settings),
+        **framework(ctx),
     ))
 
 

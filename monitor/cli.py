@@ -166,8 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--window", type=_seconds, metavar="DURATION", help="measurement window (90s, 5m, 1h)")
 
     compare = sub.add_parser("compare", help="runs' eval score against dollars, and a table at equal spend")
-    compare.add_argument("files", nargs="+", metavar="FILE", help="recordings (ptmon record / watch --record)")
+    compare.add_argument("files", nargs="*", metavar="FILE", help="recordings (ptmon record / watch --record)")
     compare.add_argument("--config", "-c", metavar="FILE", help="ptmon.toml whose prices and eval settings to use")
+    compare.add_argument("--prometheus", metavar="URL", help="read the runs from this Prometheus server instead")
+    compare.add_argument("--run", dest="runs", action="append", metavar="NAME",
+                         help="with --prometheus: a run to compare (the run label of its run info); twice or more")
+    compare.add_argument("--since", metavar="DURATION",
+                         help='with --prometheus: how far back to read each run, e.g. "48h" (default 7d)')
     compare.add_argument("--json", action="store_true", help="print JSON instead of a chart and a table")
 
     assets = sub.add_parser("assets", help="write a Prometheus config, rules, alerts and a Grafana dashboard")

@@ -222,8 +222,33 @@ def to_json(spend: float | None, rows: Sequence[RunAtSpend], runs: Sequence[RunC
                       "curve": [[p.spend_dollars, p.score] for p in c.curve]} for r, c in zip(rows, runs, strict=True)]}
 
 
+def _summarize_args(args: Any) -> tuple[float | None, list[RunCurve], list[RunAtSpend]]:
+    """Recordings, or with ``--prometheus`` the named runs on that server; ValueError for a mix or neither."""
+    prometheus, names = getattr(args, "prometheus", None), getattr(args, "runs", None) or []
+    if prometheus is None:
+        if names or getattr(args, "since", None):
+            raise ValueError("--run and --since go with --prometheus URL")
+        if not args.files:
+            raise ValueError("give recordings to compare (A.rec B.rec), or --prometheus URL --run a --run b")
+        return summarize(args.files, config=args.config)
+    if args.files:
+        raise ValueError("compare recordings or runs on --prometheus, not both")
+    from ptmon.monitor.compare_prometheus import DEFAULT_SINCE_S, summarize_prometheus
+    from ptmon.monitor.config import load_settings, parse_duration
+
+    since = DEFAULT_SINCE_S
+    if args.since is not None:
+        try:
+            since = parse_duration(args.since)
+        except (TypeError, ValueError):
+            raise ValueError(f'--since {args.since!r}: expected a duration such as "48h" or "90m"') from None
+    return summarize_prometheus(load_settings(config_path=args.config, prometheus_url=prometheus), names,
+                                since_s=since)
+
+
 def run_compare(args: Any) -> int:
-    """``ptmon compare A.rec B.rec ... [--config FILE] [--json]``: exit 2 when a file cannot be read."""
+    """``ptmon compare A.rec B.rec ... | --prometheus URL --run a --run b [--since D]``, ``[--config FILE]
+    [--json]``: exit 2 when a file or the server cannot be read."""
     import json
     import sys
 
@@ -234,7 +259,7 @@ def run_compare(args: Any) -> int:
     from ptmon.monitor.text import safe
 
     try:
-        spend, runs, rows = summarize(args.files, config=args.config)
+        spend, runs, rows = _summarize_args(args)
     except (RecordingError, ConfigError, ValueError) as exc:
         print(f"ptmon compare: {safe(str(exc))}", file=sys.stderr)
         return 2

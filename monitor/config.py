@@ -44,7 +44,8 @@ _CLI = "command line"
 CONFIG_NAME = "ptmon.toml"
 _TOP_KEYS = frozenset({"interval", "window", "timeout", "max_series", "max_label_bytes", "max_body_bytes",
                        "concurrency", "prices", "eval", "alerts", "targets", "prometheus", "run"})
-_EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k"})
+_EVAL_KEYS = frozenset({"primary_benchmark", "baseline_score", "baseline_spend", "marginal_k", "point",
+                        "target_score"})
 _TARGET_KEYS = frozenset({"name", "url", "role", "bearer_token_file", "basic_auth", "ca_file", "verify_tls"})
 _PROMETHEUS_KEYS = _TARGET_KEYS - {"role"}
 _FILE_TARGET_KEYS = frozenset({"name", "path", "framework", "role", "gpus"})  # a metrics file, tailed
@@ -431,6 +432,26 @@ def _thresholds(r: _Reader, raw: object) -> Thresholds:
     return thresholds
 
 
+def _eval(r: _Reader, raw: object) -> dict[str, Any]:
+    """The ``[eval]`` table as Settings fields."""
+    ev = r.table(raw, "eval")
+    r.no_unknown(ev, _EVAL_KEYS, "eval")
+    out: dict[str, Any] = {}
+    if "primary_benchmark" in ev:
+        out["primary_benchmark"] = r.string(ev["primary_benchmark"], "eval.primary_benchmark")
+    if "baseline_score" in ev:
+        out["baseline_score"] = r.number(ev["baseline_score"], "eval.baseline_score")
+    if "baseline_spend" in ev:
+        out["baseline_spend_dollars"] = r.number(ev["baseline_spend"], "eval.baseline_spend", nonneg=True)
+    if "marginal_k" in ev:
+        out["marginal_k"] = r.integer(ev["marginal_k"], "eval.marginal_k", minimum=2)
+    if "point" in ev:
+        out["eval_point"] = r.number(ev["point"], "eval.point", positive=True)
+    if "target_score" in ev:
+        out["target_score"] = r.number(ev["target_score"], "eval.target_score")
+    return out
+
+
 def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(Settings keyword arguments, raw timing values) from one ptmon.toml."""
     r = _Reader(path)
@@ -467,16 +488,7 @@ def _load_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
             checked[role] = r.number(price, f"prices.{role}", nonneg=True)
         out["prices"] = MappingProxyType(checked)
     if "eval" in doc:
-        ev = r.table(doc["eval"], "eval")
-        r.no_unknown(ev, _EVAL_KEYS, "eval")
-        if "primary_benchmark" in ev:
-            out["primary_benchmark"] = r.string(ev["primary_benchmark"], "eval.primary_benchmark")
-        if "baseline_score" in ev:
-            out["baseline_score"] = r.number(ev["baseline_score"], "eval.baseline_score")
-        if "baseline_spend" in ev:
-            out["baseline_spend_dollars"] = r.number(ev["baseline_spend"], "eval.baseline_spend", nonneg=True)
-        if "marginal_k" in ev:
-            out["marginal_k"] = r.integer(ev["marginal_k"], "eval.marginal_k", minimum=2)
+        out.update(_eval(r, doc["eval"]))
     if "alerts" in doc:
         out["thresholds"] = _thresholds(r, doc["alerts"])
     if "targets" in doc:

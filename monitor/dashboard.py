@@ -179,7 +179,22 @@ class Dashboard:
     eval_samples: float | None = None
     ipd_points_per_kilodollar: float | None = None
     marginal_ipd_points_per_kilodollar: float | None = None
-    dollars_per_next_point: float | None = None
+    dollars_per_next_point: float | None = None  # dollars for the next ``eval_point`` of score (marginal)
+    # The ± of each (one standard error, from the evals' binomial errors); None: not known.
+    score_se: float | None = None
+    ipd_se_points_per_kilodollar: float | None = None
+    marginal_ipd_se_points_per_kilodollar: float | None = None
+    eval_point: float = 0.01  # the score step "$ per next point" prices ([eval] point)
+    next_point_never: bool = False  # the marginal slope is <= 0: no amount buys the next point
+    # The budget ETA to ``target_score`` ([eval] target_score; None: not configured, no ETA): its status
+    # (unknown, reached, estimated, never, unreachable), dollars and hours with their ±.
+    target_score: float | None = None
+    eta_status: str | None = None
+    eta_dollars: float | None = None
+    eta_dollars_se: float | None = None
+    eta_hours: float | None = None
+    eta_hours_se: float | None = None
+    eta_maybe_never: bool = False
     eval_pushed_at: float | None = None  # the last push of an eval group to a Pushgateway (push_time_seconds)
 
     # chart series over the window

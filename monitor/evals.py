@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -24,7 +24,7 @@ from ptmon.monitor.settings import Settings
 from ptmon.monitor.store import Series, Store
 from ptmon.monitor.targets import target_roles
 
-__all__ = ["Baseline", "EvalLog", "observe_evals", "latest_push", "MAX_EVALS_PER_BENCHMARK"]
+__all__ = ["Baseline", "EvalLog", "observe_evals", "latest_push", "spend_clock", "MAX_EVALS_PER_BENCHMARK"]
 
 MAX_EVALS_PER_BENCHMARK = 10_000
 
@@ -86,6 +86,12 @@ class _Spend:
             if math.isfinite(value):  # a NaN/Inf counter is no spend to speak of
                 dollars = value if dollars is None else dollars + value
         return dollars if dollars is not None and math.isfinite(dollars) else None
+
+
+def spend_clock(store: Store, settings: Settings) -> Callable[[float], float | None]:
+    """Dollars spent by any time ``t`` the store holds (evals are placed by it): a Dashboard's spend is
+    the whole history held, so a time in the past needs this instead."""
+    return _Spend(cost_series(store, settings, target_roles(store, (), settings))).at
 
 
 def _group(labels: Mapping[str, str], own: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

@@ -29,7 +29,7 @@ from ptmon.monitor.format import fmt_duration, fmt_money, fmt_score, fmt_seconds
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.store import Series, Store
 
-__all__ = ["Event", "EventLog", "KINDS", "events_json", "EventsFeed"]
+__all__ = ["Event", "EventLog", "KINDS", "as_of", "events_json", "EventsFeed"]
 
 KINDS = ("alert", "target_down", "restart", "sync_slow", "sync_failed", "eval", "policy")
 
@@ -59,6 +59,18 @@ class Event:
         return (self.end if self.end is not None else now) - self.at
 
 
+def _back_after(start: float, end: float) -> str:
+    return f"; back after {fmt_duration(end - start)}"
+
+
+def as_of(e: Event, t: float) -> Event:
+    """``e`` as it stood at ``t``: an end after ``t`` was not known yet (a replay played back before it)."""
+    if e.end is None or e.end <= t:
+        return e
+    message = e.message.removesuffix(_back_after(e.at, e.end)) if e.kind == "target_down" else e.message
+    return replace(e, end=None, message=message)
+
+
 def _key(e: Event) -> tuple[float, int, str]:
     return (e.at, KINDS.index(e.kind), e.subject or "")
 
@@ -69,7 +81,7 @@ class EventLog:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._events: list[Event] = []
-        self._read: dict[int, tuple[Series, float]] = {}  # id(series) -> (series, time read up to)
+        self._read: dict[tuple[str, str, tuple[tuple[str, str], ...]], float] = {}  # series -> time read up to
         self._down: dict[str, int] = {}  # target -> index of its open target_down event
         self._up: dict[str, bool | None] = {}
         self._alerts: dict[tuple[str, str | None], int] = {}
@@ -80,14 +92,17 @@ class EventLog:
 
     # -- from the Store ---------------------------------------------------------------------------------
 
-    def _new_points(self, series: Series, until: float) -> list[tuple[float, float]]:
-        """The series' points after the last one read, with that last one first (to compare against)."""
-        seen = self._read.get(id(series))
-        start = None if seen is None or seen[0] is not series else seen[1]
-        pts = series.points(start, until)
+    def _new_points(self, target: str, series: Series, until: float) -> list[tuple[float, float]]:
+        """The series' points after the last one read, with that last one first (to compare against).
+
+        Read positions are kept by (target, name, labels), not by the Series object: a replay that goes
+        back in time rebuilds its Store with new Series and must not report the same events twice."""
+        key = (target, series.name, tuple(series.labels.items()))
+        seen = self._read.get(key)
+        pts = series.points(seen, until)
         if pts:
-            self._read[id(series)] = (series, pts[-1][0])
-        return pts if start is not None else [(math.nan, math.nan), *pts]
+            self._read[key] = max(pts[-1][0], seen) if seen is not None else pts[-1][0]
+        return pts if seen is not None else [(math.nan, math.nan), *pts]
 
     def observe_store(self, store: Store, *, until: float, evals: EvalLog | None = None) -> None:
         """Everything stored up to ``until`` and not read yet."""
@@ -96,13 +111,13 @@ class EventLog:
             restarts: set[float] = set()
             for name in _RESTART_COUNTERS:
                 for s in store.series(target, name):
-                    pts = self._new_points(s, until)
+                    pts = self._new_points(target, s, until)
                     restarts.update(b[0] for a, b in zip(pts, pts[1:], strict=False) if b[1] < a[1])
             for t in sorted(restarts):
                 self._events.append(Event(t, "restart", target, f"{target} restarted: its counters went back to 0"))
             for name in _FAILURES:
                 for s in store.series(target, name):
-                    pts = self._new_points(s, until)
+                    pts = self._new_points(target, s, until)
                     for a, b in zip(pts, pts[1:], strict=False):
                         n = b[1] - a[1] if b[1] >= a[1] else b[1]
                         if n > 0 and math.isfinite(n):
@@ -110,7 +125,7 @@ class EventLog:
                             self._events.append(Event(b[0], "sync_failed", target, f"{what} failed"))
             self._syncs(store, target, until, th.weight_sync_p99_warn_s)
             for s in store.series(target, schema.POLICY_VERSION.name):
-                pts = self._new_points(s, until)
+                pts = self._new_points(target, s, until)
                 for a, b in zip(pts, pts[1:], strict=False):
                     # The first value this log sees (a is NaN) was published before it looked: not an event.
                     if a[1] == a[1] and b[1] != a[1] and math.isfinite(b[1]):
@@ -126,8 +141,8 @@ class EventLog:
             co = counts.get(tuple(sorted(su.labels.items())))
             if co is None:
                 continue
-            sums = [p for p in self._new_points(su, until) if p[0] == p[0]]
-            counts_at = dict(p for p in self._new_points(co, until) if p[0] == p[0])
+            sums = [p for p in self._new_points(target, su, until) if p[0] == p[0]]
+            counts_at = dict(p for p in self._new_points(target, co, until) if p[0] == p[0])
             prev: tuple[float, float] | None = None
             for t, v in sums:
                 c = counts_at.get(t)
@@ -169,7 +184,7 @@ class EventLog:
             elif h.name in self._down:
                 i = self._down.pop(h.name)
                 e = self._events[i]
-                self._events[i] = replace(e, end=when, message=f"{e.message}; back after {fmt_duration(when - e.at)}")
+                self._events[i] = replace(e, end=when, message=e.message + _back_after(e.at, when))
 
     def observe_alerts(self, alerts: Iterable[Alert], *, now: float) -> None:
         current = {(a.name, a.subject): a for a in alerts}

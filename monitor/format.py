@@ -16,6 +16,7 @@ terminal.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from rich.text import Text
 
@@ -34,6 +35,10 @@ __all__ = [
     "fmt_score",
     "fmt_version",
     "against_limits",
+    "fmt_pm",
+    "fmt_point",
+    "fmt_next_point",
+    "fmt_eta",
 ]
 
 DASH = "—"
@@ -190,3 +195,34 @@ def against_limits(value: float | None, warn: float, critical: float) -> Text:
         elif value > warn:
             text.stylize("yellow")
     return text
+
+
+def fmt_pm(text: str, se: float | None, fmt: Callable[[float | None], str] = fmt_num) -> str:
+    """``text`` with its one-standard-error ± when known: ``0.591 ±0.048``, ``$500 ±135`` (one $ is enough)."""
+    if text == DASH or se is None or not _known(se):
+        return text
+    return f"{text} ±{fmt(se).removeprefix('$')}"
+
+
+def fmt_point(point: float) -> str:
+    """The score step ``$ per next point`` prices, as a label: ``+0.01``, ``+1``."""
+    return f"+{point:g}"
+
+
+def fmt_next_point(dollars: float | None, never: bool) -> str:
+    """``$ per next point``: dollars, ``never`` (the slope is ≤ 0), or ``—`` (not known)."""
+    return "never" if never else fmt_money(dollars)
+
+
+def fmt_eta(status: str | None, dollars: float | None, dollars_se: float | None, hours: float | None,
+            hours_se: float | None, maybe_never: bool) -> str:
+    """The budget ETA: ``$500 ±135 · 10h00m ±2h41m``; ``reached``, ``never``, ``unreachable``, ``—``."""
+    if status in ("reached", "never", "unreachable"):
+        return status
+    if status != "estimated":
+        return DASH
+    out = fmt_pm(fmt_money(dollars), None if maybe_never else dollars_se, fmt_money)
+    if hours is not None:
+        h = fmt_duration(hours * 3600.0)
+        out += f" · {h}" if maybe_never or hours_se is None else f" · {h} ±{fmt_duration(hours_se * 3600.0)}"
+    return f"{out}, maybe never" if maybe_never else out

@@ -233,6 +233,8 @@ class Settings:
     baseline_score: float | None = None  # None: the first eval seen
     baseline_spend_dollars: float | None = None
     marginal_k: int = 5
+    eval_point: float = 0.01  # the score step "$ per next point" prices: 0.01 is a percentage point of a [0, 1] score
+    target_score: float | None = None  # the budget ETA's goal; None: no ETA
     thresholds: Thresholds = field(default_factory=Thresholds)
     max_series: int = DEFAULT_MAX_SERIES
     max_label_bytes: int = DEFAULT_MAX_LABEL_BYTES

@@ -187,6 +187,10 @@ class Series:
         """Sum of the pre-reset values of counter drops older than the points held."""
         return self._carried
 
+    def carry(self, amount: float) -> None:
+        """Add pre-reset values of drops this series never held (a replay rebuilt from a checkpoint)."""
+        self._carried += amount
+
     def append(self, timestamp: float, value: float) -> bool:
         """Append a point newer than the last; refuse (return False) one that is not.
 
@@ -207,6 +211,8 @@ class Series:
         return True
 
     def _compact(self) -> None:
+        if self._index is not None:
+            self._indexed()  # drops among the points about to go are counted before they go (a bulk ingest)
         lo = self._lo
         del self._t[:lo]
         del self._v[:lo]

@@ -27,7 +27,8 @@ def recorded_settings(recording: Recording, *, config: str | None = None, window
         told = load_settings(config_path=config)
         settings = replace(settings, prices=told.prices, thresholds=told.thresholds, marginal_k=told.marginal_k,
                            primary_benchmark=told.primary_benchmark, baseline_score=told.baseline_score,
-                           baseline_spend_dollars=told.baseline_spend_dollars)
+                           baseline_spend_dollars=told.baseline_spend_dollars, eval_point=told.eval_point,
+                           target_score=told.target_score)
     if window_s is not None:
         settings = replace(settings, window_s=window_s)
     return settings

@@ -20,7 +20,7 @@ from ptmon.monitor.text import mask_secrets
 __all__ = ["settings_to_json", "settings_from_json"]
 
 _KEPT = ("interval_s", "window_s", "timeout_s", "primary_benchmark", "baseline_score", "baseline_spend_dollars",
-         "marginal_k", "max_series", "max_label_bytes", "run")
+         "marginal_k", "eval_point", "target_score", "max_series", "max_label_bytes", "run")
 
 
 def _public_url(url: str) -> str:

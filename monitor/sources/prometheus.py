@@ -171,6 +171,11 @@ class PrometheusSource(Poller[_ServerState]):
             raise ValueError(f"window_s must be positive, got {window_s!r}")
         self._window = float(window_s)
 
+    @property
+    def history_kept(self) -> bool:
+        """False once the first query's history (the window's) was too big for the answer cap and given up."""
+        return self._backfill
+
     def evaluated(self) -> Evaluated | None:
         """The last poll's server-side answers (rate, increase, histogram_quantile); None before one."""
         return self._evaluated

@@ -20,8 +20,12 @@ from ptmon.monitor.format import (
     against_limits,
     fmt_bytes_rate,
     fmt_duration,
+    fmt_eta,
     fmt_money,
+    fmt_next_point,
     fmt_num,
+    fmt_pm,
+    fmt_point,
     fmt_rate,
     fmt_score,
     fmt_seconds,
@@ -61,7 +65,7 @@ _SHORT = {
     "staleness": "stale",
     "cumulative": "cum",
     "marginal": "marg",
-    "$/next pt": "$/pt",
+    "$/+0.01": "$/pt",
     "baseline": "base",
     "rollouts": "roll",
     "tokens": "tok",
@@ -144,14 +148,18 @@ def card_rows(card: str, d: Dashboard, thresholds: Thresholds) -> list[CardRow]:
     if card == "ipd":
         bench = lit(d.benchmark) if d.benchmark is not None else Text("score")
         return [
-            ("cumulative", f"{fmt_num(d.ipd_points_per_kilodollar)}/k$"),
-            ("marginal", f"{fmt_num(d.marginal_ipd_points_per_kilodollar)}/k$"),
-            ("$/next pt", fmt_money(d.dollars_per_next_point)),
-            (bench, fmt_score(d.score)),
-            # Evals through a Pushgateway: how old the last push is matters more than the baseline (the chart's
-            # dashed line shows that), and past eval_push_max_age_s it is called out.
-            ("baseline", fmt_score(d.baseline_score)) if d.eval_pushed_at is None
-            else ("pushed", _push_age(d.now - d.eval_pushed_at, thresholds.eval_push_max_age_s)),
+            ("cumulative", f"{fmt_pm(fmt_num(d.ipd_points_per_kilodollar), d.ipd_se_points_per_kilodollar)}/k$"),
+            ("marginal", fmt_pm(fmt_num(d.marginal_ipd_points_per_kilodollar),
+                                d.marginal_ipd_se_points_per_kilodollar) + "/k$"),
+            (f"$/{fmt_point(d.eval_point)}", fmt_next_point(d.dollars_per_next_point, d.next_point_never)),
+            (bench, fmt_pm(fmt_score(d.score), d.score_se, fmt_score)),
+            # With a target score the ETA takes the baseline's row (the chart's ┄ line still shows it); evals
+            # through a Pushgateway: the last push's age does (past eval_push_max_age_s it is called out).
+            ("pushed", _push_age(d.now - d.eval_pushed_at, thresholds.eval_push_max_age_s))
+            if d.eval_pushed_at is not None and d.target_score is None else
+            ("baseline", fmt_score(d.baseline_score)) if d.target_score is None else
+            (f"→{fmt_score(d.target_score)}", fmt_eta(d.eta_status, d.eta_dollars, d.eta_dollars_se, d.eta_hours,
+                                                       d.eta_hours_se, d.eta_maybe_never)),
         ]
     if card == "rollout":
         rate = Text(fmt_rate(d.rollout_rate_per_s))

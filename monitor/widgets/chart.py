@@ -39,6 +39,7 @@ class ChartData:
     marks_on_axis: bool = False  # the marks as ╵ on the x-axis row instead: the line stays readable however many
     y_zero: bool = False  # the y axis always includes zero (else it fits the data, from zero only when zero is near)
     hline: float | None = None  # y of a horizontal reference line (the baseline score)
+    errors: tuple[float | None, ...] = ()  # each point's ± (one standard error), drawn as a vertical bar
     x_labels: tuple[str, str] = ("", "")
     y_format: Callable[[float], str] = fmt_num
     empty: str = "no data yet"
@@ -124,9 +125,17 @@ def _x_range(data: ChartData, points: Sequence[Point]) -> tuple[float, float]:
     return x0, x1
 
 
-def _y_range(points: Sequence[Point], hline: float | None, *, zero: bool = False) -> tuple[float, float]:
-    """The y span drawn: the visible points and the reference line, from zero when zero is near (or asked)."""
-    ys = [y for _, y in points]
+def _bars(data: ChartData) -> list[tuple[float, float, float]]:
+    """(x, low, high) of each finite point's error bar."""
+    return [(x, y - e, y + e) for (x, y), e in zip(data.points, data.errors, strict=False)
+            if e is not None and e > 0 and math.isfinite(x) and math.isfinite(y) and math.isfinite(e)]
+
+
+def _y_range(points: Sequence[Point], hline: float | None, bars: Sequence[tuple[float, float, float]] = (), *,
+             zero: bool = False) -> tuple[float, float]:
+    """The y span drawn: the visible points, their error bars and the reference line, from zero when zero
+    is near (or asked)."""
+    ys = [y for _, y in points] + [y for _, lo, hi in bars for y in (lo, hi)]
     ylo, yhi = min(ys), max(ys)
     if hline is not None and math.isfinite(hline):
         ylo, yhi = min(ylo, hline), max(yhi, hline)
@@ -220,7 +229,8 @@ def plot(
     points = [(x, y) for x, y in points if x0 <= x <= x1]  # the y range is the visible points' range
     if not points:
         return _blank(data.empty, width, height, axis_style)
-    ylo, yhi = _y_range(points, data.hline, zero=data.y_zero)
+    bars = [b for b in _bars(data) if x0 <= b[0] <= x1]
+    ylo, yhi = _y_range(points, data.hline, bars, zero=data.y_zero)
 
     top_label, bottom_label = data.y_format(yhi), data.y_format(ylo)
     gutter = max(len(top_label), len(bottom_label)) + 1
@@ -231,6 +241,10 @@ def plot(
         return Text("\n".join([""] * height))
     frame = _Frame(x0, x1, ylo, yhi, plot_w * 2, plot_h * 4)
     grid = _dots(points, frame, plot_w, plot_h)
+    for x, lo, hi in bars:  # a bar is a column of dots through its point
+        dx = frame.dot_x(x)
+        for dy in range(frame.dot_y(hi), frame.dot_y(lo) + 1):
+            grid[dy // 4][dx // 2] |= _BITS[dx % 2][dy % 4]
     all_marks = {frame.dot_x(m) // 2 for m in data.marks if math.isfinite(m) and x0 <= m <= x1}
     axis_marks = all_marks if data.marks_on_axis and show_x else set()
     mark_cols = set() if axis_marks else _thinned(all_marks) if data.marks_on_axis else all_marks

@@ -231,7 +231,7 @@ class FakeFeed:
             eval_samples=1319.0,
             ipd_points_per_kilodollar=ipd,
             marginal_ipd_points_per_kilodollar=marginal,
-            dollars_per_next_point=None if not marginal or marginal <= 0 else 1000 / marginal,
+            dollars_per_next_point=None if not marginal or marginal <= 0 else 0.01 * 1000 / marginal,
             eval_curve=tuple(evals),
             rollout_rate_series=series,
             weight_sync_series=sync_series,

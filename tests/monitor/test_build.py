@@ -295,7 +295,46 @@ def test_intelligence_per_dollar(dash) -> None:
     h = spend_at(100) - spend_at(0)
     slope = (0.47 - 0.40) / (2 * h)
     assert dash.marginal_ipd_points_per_kilodollar == pytest.approx(slope * 1000)
-    assert dash.dollars_per_next_point == pytest.approx(1 / slope)
+    # "$ per next point" prices the default point, 0.01 of score (a percentage point of a [0, 1] benchmark)
+    assert dash.eval_point == 0.01
+    assert dash.dollars_per_next_point == pytest.approx(0.01 / slope)
+    assert dash.next_point_never is False
+
+
+def test_intelligence_per_dollar_uncertainty() -> None:
+    # Every eval has 1319 samples: a score p has the binomial error sqrt(p (1 - p) / 1319).
+    store = fill(Store(), SCENARIO)
+    d = build_dashboard(store, up(*SCENARIO), Settings(target_score=0.5, eval_point=0.05), now=NOW, window_s=WINDOW)
+    se_first, se_last = math.sqrt(0.40 * 0.60 / 1319), math.sqrt(0.47 * 0.53 / 1319)
+    assert d.score_se == pytest.approx(se_last) and d.score_se == pytest.approx(0.013742, abs=1e-6)
+    spent = spend_at(300) - spend_at(0)  # $3.33: 300 s at $40/h
+    assert d.ipd_se_points_per_kilodollar == pytest.approx(math.hypot(se_first, se_last) / spent * 1000)
+    assert d.ipd_se_points_per_kilodollar == pytest.approx(5.777, abs=1e-3)
+    # Slope over spends -h, 0, +h about their mean: se = sqrt(h² se1² + h² se3²) / (2 h²)
+    h = spend_at(100) - spend_at(0)
+    assert d.marginal_ipd_se_points_per_kilodollar == pytest.approx(math.hypot(se_first, se_last) / (2 * h) * 1000)
+    assert d.marginal_ipd_se_points_per_kilodollar == pytest.approx(8.665, abs=1e-3)
+    slope = 0.07 / (2 * h)
+    assert d.dollars_per_next_point == pytest.approx(0.05 / slope)
+    # Budget ETA to 0.5: (0.5 - 0.47) / slope dollars, at the burn of $40/h
+    slope_se = math.hypot(se_first, se_last) / (2 * h)
+    assert (d.target_score, d.eta_status, d.eta_maybe_never) == (0.5, "estimated", False)
+    assert d.eta_dollars == pytest.approx(0.03 / slope) and d.eta_dollars == pytest.approx(0.95238, abs=1e-5)
+    assert d.eta_dollars_se == pytest.approx(math.hypot(se_last / slope, 0.03 * slope_se / slope**2))
+    assert d.eta_dollars_se == pytest.approx(0.50888, abs=1e-4)
+    assert d.eta_hours == pytest.approx(0.95238 / 40, abs=1e-6)
+    assert d.eta_hours_se == pytest.approx(0.50888 / 40, abs=1e-5)
+
+
+def test_budget_eta_unreachable_and_never() -> None:
+    store = fill(Store(), SCENARIO)
+    over = build_dashboard(store, up(*SCENARIO), Settings(target_score=1.2), now=NOW, window_s=WINDOW)
+    assert over.eta_status == "unreachable"  # scores are fractions of 1319 samples: 1.2 is past the end
+    assert (over.eta_dollars, over.eta_hours) == (None, None)
+    reached = build_dashboard(store, up(*SCENARIO), Settings(target_score=0.45), now=NOW, window_s=WINDOW)
+    assert (reached.eta_status, reached.eta_dollars, reached.eta_hours) == ("reached", 0.0, 0.0)
+    off = build_dashboard(store, up(*SCENARIO), Settings(), now=NOW, window_s=WINDOW)
+    assert (off.target_score, off.eta_status, off.eta_dollars) == (None, None, None)
 
 
 def test_empty_store_is_all_unknown() -> None:

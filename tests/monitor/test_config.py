@@ -170,6 +170,8 @@ BAD_FILES = [
     ("[eval]\nmarginal_k = 1\n", "eval.marginal_k", "an integer >= 2"),
     ("[eval]\nbaseline_score = 'high'\n", "eval.baseline_score", "a number"),
     ("[eval]\nprimary_benchmark = ''\n", "eval.primary_benchmark", "a non-empty string"),
+    ("[eval]\npoint = 0\n", "eval.point", "a positive number"),
+    ("[eval]\ntarget_score = 'all of it'\n", "eval.target_score", "a number"),
     ("[alerts]\nstaleness_warn = 'two'\n", "alerts.staleness_warn", "a number"),
     # A threshold that can never or always fire is a typo, not a choice.
     ("[alerts]\nstaleness_warn = -1\n", "alerts.staleness_warn", "a number >= 0, got -1"),
@@ -489,3 +491,9 @@ def test_a_window_longer_than_the_buffer_holds_is_a_warning_not_an_error() -> No
     assert config_warnings(short) == (
         "the 1 h window is longer than the 15 min the buffer holds at a 0.25 s interval (3,600 scrapes a series): "
         "rates, charts and quantiles cover the last 15 min; a longer interval holds more",)
+
+
+def test_eval_point_and_target_score(tmp_path: Path) -> None:
+    s = load_settings(config_path=write(tmp_path, "[eval]\npoint = 1\ntarget_score = 0.8\n"))
+    assert (s.eval_point, s.target_score) == (1.0, 0.8)
+    assert (Settings().eval_point, Settings().target_score) == (0.01, None)  # a percentage point; no ETA

@@ -155,7 +155,7 @@ async def test_round_trip_over_real_http_gives_the_recorded_numbers(loop_of_expo
     assert d.eval_samples == 1319
     assert d.ipd_points_per_kilodollar == pytest.approx(0.10 / (43.0 * 300 / 3600) * 1000)
     assert d.marginal_ipd_points_per_kilodollar == pytest.approx(0.05 / h * 1000)
-    assert d.dollars_per_next_point == pytest.approx(h / 0.05)
+    assert d.dollars_per_next_point == pytest.approx(0.01 * h / 0.05)  # the default point: 0.01 of score
 
     assert [(a.name, a.subject) for a in d.alerts] == [("target_down", "dead")]
 

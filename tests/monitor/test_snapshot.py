@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -381,3 +382,31 @@ def test_a_target_warning_is_in_its_row_when_it_has_no_error() -> None:
     render(d, Console(file=buf, force_terminal=False, width=400))
     out = buf.getvalue()
     assert f"warning: {warned}" in out and out.count("GPU-hour price") == 1  # the error wins on the down row
+
+
+def test_table_shows_the_ipd_uncertainty_point_size_and_budget() -> None:
+    d = Dashboard(now=1000.0, window_s=60.0, interval_s=1.0, score=0.6, score_se=0.0123, baseline_score=0.5,
+                  ipd_points_per_kilodollar=0.59, ipd_se_points_per_kilodollar=0.048,
+                  marginal_ipd_points_per_kilodollar=0.4, marginal_ipd_se_points_per_kilodollar=0.1,
+                  dollars_per_next_point=25.0, eval_point=0.01, target_score=0.8, eta_status="estimated",
+                  eta_dollars=500.0, eta_dollars_se=134.6, eta_hours=10.0, eta_hours_se=2.69)
+    buf = io.StringIO()
+    render(d, Console(file=buf, width=200))
+    rows = {line.split("  ")[0].strip(): line.split("  ")[-1].strip()
+            for line in buf.getvalue().splitlines() if "  " in line}
+    assert rows["score (latest) / baseline"] == "0.600 ±0.012 / 0.500"
+    assert rows["points per $1k (cumulative)"] == "0.59 ±0.05"
+    assert rows["points per $1k (marginal)"] == "0.40 ±0.10"
+    assert rows["$ per next point"] == "$25.00" and rows["point"] == "0.01 of score"
+    assert rows["budget to target"] == "0.800: $500 ±135 · 10h00m ±2h41m"
+    never = replace(d, dollars_per_next_point=None, next_point_never=True, eta_status="never", eta_dollars=None)
+    buf = io.StringIO()
+    render(never, Console(file=buf, width=200))
+    text = buf.getvalue()
+    assert "$ per next point" in text and any(line.rstrip().endswith("never") for line in text.splitlines()
+                                              if line.startswith("$ per next point"))
+    assert "0.800: never" in text
+    doc = to_json(never)
+    assert doc["next_point_never"] is True and doc["dollars_per_next_point"] is None
+    assert (doc["eta_status"], doc["target_score"], doc["eval_point"]) == ("never", 0.8, 0.01)
+    assert doc["ipd_se_points_per_kilodollar"] == 0.048

@@ -389,3 +389,18 @@ def test_a_fat_label_churn_target_scraped_for_25_s_grows_the_monitor_less_than_1
     assert out["rss_peak"] - out["rss_start"] < 100 * 10**6
     assert out["label_bytes"] <= out["max_label_bytes"] == DEFAULT_MAX_LABEL_BYTES
     assert out["dropped"] > 0 and out["error"].startswith("label memory limit 64 MiB reached: ")
+
+
+def test_a_reset_stored_in_a_burst_is_carried_even_if_nothing_read_the_series_in_between() -> None:
+    # A counter read once (its reset index exists), then a burst of points (a replay's seek, a backfill):
+    # 100 -> 200, a restart to 0, then 40 more; capacity 16 cuts the restart's points before anyone reads the
+    # series again. Its pre-reset value must still be carried, not lost with the points.
+    s = Series("c_total", {}, capacity=16)
+    s.append(0.0, 100.0)
+    assert s.span() is not None
+    s.append(1.0, 200.0)
+    for i in range(40):
+        s.append(2.0 + i, float(i))
+    span = s.span()
+    assert span is not None and span.resets == 0.0 and s.carried == 200.0
+    assert span.last_v + span.resets + s.carried == 39.0 + 200.0

@@ -185,3 +185,34 @@ def test_an_empty_recording_is_refused(tmp_path):
     Recorder(path).open().close()
     with pytest.raises(ValueError, match="empty"):
         ReplayFeed(Recording(path), Settings())
+
+
+async def test_a_seek_back_rebuilds_from_a_checkpoint_the_stores_depth_before_not_from_the_start(tmp_path):
+    """With a Store 8 points deep (80 s at the 10 s interval the run ends with), a seek back rebuilds from
+    the latest checkpoint at least 80 s before, and every Dashboard and the event log are those of a replay
+    played forward to that moment: spend across w2's restart (a GPU-seconds counter back to 0 at round 22)
+    included, whether the rebuild starts before or after it."""
+    path = tmp_path / "run.rec"
+    await _live_run(path)
+    times = [T0 + 5 * i for i in range(ROUNDS)]
+    forward = open_replay(str(path))
+    ahead = ReplayFeed(forward.recording, forward.settings, capacity=8)
+    played = {t: (to_json(ahead.dashboard_at(t, window_s=60.0)), ahead.events()) for t in times}
+    rewound = ReplayFeed(forward.recording, forward.settings, capacity=8)
+    rewound.dashboard_at(times[-1], window_s=60.0)
+    depth = 8 * 10.0
+    try:
+        for t in reversed(times[:-1]):
+            assert to_json(rewound.dashboard_at(t, window_s=60.0)) == played[t][0], t
+            assert rewound.events() == played[t][1], t
+            if t - depth >= T0:  # a checkpoint that far back (the first is at T0): rebuilt from it, depth / 4 apart
+                assert rewound.rebuilt_from is not None and t - depth - 20 <= rewound.rebuilt_from <= t - depth, t
+            else:
+                assert rewound.rebuilt_from is None, t
+            rewound.dashboard_at(times[-1], window_s=60.0)  # and forward again to the end each time
+        old = ReplayFeed(forward.recording, forward.settings, capacity=8, rewind="start")
+        old.dashboard_at(times[-1], window_s=60.0)
+        assert to_json(old.dashboard_at(times[30], window_s=60.0)) == played[times[30]][0]
+        assert old.rebuilt_from is None
+    finally:
+        await forward.aclose()

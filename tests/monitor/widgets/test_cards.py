@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rich.text import Text
@@ -111,3 +112,25 @@ def test_the_ipd_card_shows_the_last_push_age_and_calls_out_an_old_one() -> None
     label, value = last_row(now - 7200.0)  # over eval_push_max_age_s: said, in the eval_stale alert's colour
     assert (label, value.plain, str(value.style)) == ("pushed", "⚠ 2h00m ago", "yellow")
     assert last_row(now - 3600.0)[1].plain == "1h00m ago"  # at the limit: not over it
+
+
+def test_the_ipd_card_shows_each_plus_minus_the_point_size_never_and_the_eta() -> None:
+    d = Dashboard(now=0.0, window_s=60.0, interval_s=1.0, benchmark="gsm8k", score=0.6, score_se=0.0123,
+                  ipd_points_per_kilodollar=0.59, ipd_se_points_per_kilodollar=0.048,
+                  marginal_ipd_points_per_kilodollar=-0.1, marginal_ipd_se_points_per_kilodollar=0.2,
+                  eval_point=0.01, next_point_never=True, baseline_score=0.55)
+    rows = {str(label): str(value) for label, value in card_rows("ipd", d, Thresholds())}
+    assert rows["cumulative"] == "0.59 ±0.05/k$"
+    assert rows["marginal"] == "-0.10 ±0.20/k$"
+    assert rows["$/+0.01"] == "never"  # the slope is <= 0: no amount buys the next point
+    assert rows["gsm8k"] == "0.600 ±0.012"
+    assert rows["baseline"] == "0.550"  # no target score: no ETA row
+    unknown = {str(label): str(value) for label, value in card_rows("ipd", replace(d, next_point_never=False),
+                                                                    Thresholds())}
+    assert unknown["$/+0.01"] == "—"
+    eta = replace(d, target_score=0.8, eta_status="estimated", eta_dollars=500.0, eta_dollars_se=134.6,
+                  eta_hours=10.0, eta_hours_se=2.69)
+    rows = {str(label): str(value) for label, value in card_rows("ipd", eta, Thresholds())}
+    assert rows["→0.800"] == "$500 ±135 · 10h00m ±2h41m" and "baseline" not in rows
+    over = replace(eta, target_score=1.2, eta_status="unreachable")
+    assert dict((str(k), str(v)) for k, v in card_rows("ipd", over, Thresholds()))["→1.200"] == "unreachable"

@@ -149,3 +149,21 @@ def test_y_zero_puts_zero_on_the_axis_where_the_fit_would_not() -> None:
     zero = plot(ChartData(points=points, y_zero=True), width=30, height=6).plain.split("\n")
     assert fitted[-2].lstrip().startswith("95") and zero[-2].lstrip().startswith("0│")
     assert zero[0].lstrip().startswith("105")
+
+
+def test_error_bars_are_columns_of_dots_through_their_points_and_widen_the_range() -> None:
+    # A flat line at 0.5 with a ±0.25 bar on the middle point: the y range grows to 0.25..0.75 (labels) and
+    # the bar's column has dots on every plot row; without the bar the line is one row of dots.
+    flat = ChartData(points=((0.0, 0.5), (1.0, 0.5), (2.0, 0.5)), y_format=lambda y: f"{y:.2f}")
+    barred = ChartData(points=flat.points, errors=(None, 0.25, None), y_format=flat.y_format)
+    rows = plot(barred, width=21, height=5).plain.split("\n")[:4]
+    assert rows[0].startswith("0.75") and rows[3].startswith("0.25")
+    plot_rows = [row.split("│", 1)[1] for row in rows]
+    middle = len(plot_rows[0]) // 2
+    assert all(braille(row[middle]) for row in plot_rows)  # the bar: top to bottom
+    assert all(not braille(row[0]) for row in (plot_rows[0], plot_rows[3]))  # the line's ends stay on 0.5
+    plain = [row.split("│", 1)[1] for row in plot(flat, width=21, height=5).plain.split("\n")[:4]]
+    assert sum(1 for row in plain if braille(row)) == 1
+    # an unknown or non-finite error draws no bar
+    none = ChartData(points=flat.points, errors=(None, math.nan, None), y_format=flat.y_format)
+    assert plot(none, width=21, height=5).plain == plot(flat, width=21, height=5).plain
