@@ -137,7 +137,8 @@ class PtmonApp(App[int]):
         Binding("w", "panel('workers')", "workers", tooltip="show the rollout workers table"),
         Binding("a", "panel('alerts')", "alerts", tooltip="show the alerts"),
         Binding("b", "baseline", "baseline", tooltip="set the intelligence-per-dollar baseline to now"),
-        Binding("z", "toggle_zero", "zero y", tooltip="rollouts chart: y axis from zero / fitted to the data"),
+        Binding("z", "toggle_zero", "zero y", show=False,  # in ? and the palette: the footer is full at 160
+                tooltip="rollouts chart: y axis from zero / fitted to the data"),
         Binding("e", "events", "events",
                 tooltip="the event log: alerts, downs, restarts, syncs, evals"),
         Binding("plus", "interval(1)", "slower", key_display="+", tooltip="longer refresh interval"),

@@ -28,7 +28,8 @@ LABELS: tuple[tuple[str, str], ...] = (
     ("intelligence/$", "card: eval score gained per dollar (pts/k$: score points per $1,000)"),
     ("cumulative", "score gained since the baseline per $1,000 spent since it"),
     ("marginal", "the recent slope: score points per $1,000 over the last evals"),
-    ("$/next pt", "dollars to gain 1.0 score at the marginal slope (— unknown, or never: slope <= 0)"),
+    ("$/+0.01", "dollars to gain one point ([eval] point, 0.01 by default, is in the label) at the marginal "
+                "slope; never: the slope is <= 0; — unknown"),
     ("<benchmark>", "the latest eval score on that benchmark (score when it has no name)"),
     ("baseline", "the score at the baseline (b sets it to the latest eval); ┄ on the eval chart"),
     ("rollouts", "card and row: rollouts finished per second over the window, arrow against the 10m median"),
@@ -40,12 +41,18 @@ LABELS: tuple[tuple[str, str], ...] = (
     ("p50", "median sync latency (seconds) over the window"),
     ("p99", "99th-percentile sync latency (seconds) over the window"),
     ("last", "the latest sync's latency"),
+    ("last avg", "through a server scraping less often than syncs happen: the mean of the syncs in the last "
+                 "scrape interval, not one sync (the chart says per-scrape means too)"),
     ("rate", "bytes of weights moved per second over the window"),
     ("failures", "failed syncs in the window (red when any)"),
     ("staleness", "card: how many policy versions the rollout workers are behind the trainer"),
     ("max", "the worst worker's staleness, then / the warn limit (below)"),
     ("mean", "the mean staleness over the workers"),
     ("warn/crit", "the staleness warn and critical limits (from the config)"),
+    ("wait batch", "the framework's own bubble: share of wall time the trainer waited for a batch, and $/h "
+                   "burnt waiting (prime-rl time/wait_for_batch)"),
+    ("wait policy", "the framework's own bubble: share of wall time inference waited for a new policy, and "
+                    "$/h burnt waiting (prime-rl time/wait_for_policy)"),
     ("policy", "the trainer's policy version (v192); per worker: the version it generates with"),
     ("trainer", "card: the optimizer"),
     ("steps", "optimizer steps per second"),
