@@ -236,10 +236,9 @@ def test_a_live_screen_on_a_non_terminal_stdout_is_refused_with_a_pointer(
 
 @pytest.mark.slow  # starts a process
 def test_watch_redirected_to_a_file_writes_no_escapes_and_exits_2(tmp_path: Path) -> None:
-    exe = shutil.which("ptmon") or ""
-    cmd = [exe] if exe else [sys.executable, "-m", "ptmon.monitor"]
-    with open(tmp_path / "out", "wb") as out:
-        done = subprocess.run([*cmd, "watch", "localhost:9"], stdout=out, stderr=subprocess.PIPE, text=False,
+    with open(tmp_path / "out", "wb") as out:  # this interpreter's ptmon, not whichever is first on PATH
+        done = subprocess.run([sys.executable, "-m", "ptmon.monitor", "watch", "localhost:9"], stdout=out,
+                              stderr=subprocess.PIPE, text=False,
                               stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode == 2
     assert (tmp_path / "out").read_bytes() == b""
