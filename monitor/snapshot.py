@@ -22,7 +22,7 @@ import dataclasses
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -31,6 +31,7 @@ from rich.text import Text
 
 from ptmon.monitor.config import ConfigError, config_warnings, load_settings
 from ptmon.monitor.dashboard import Dashboard
+from ptmon.monitor.events import Event, events_json
 from ptmon.monitor.format import (
     DASH,
     fmt_bytes_rate,
@@ -51,7 +52,8 @@ from ptmon.monitor.settings import Settings
 from ptmon.monitor.store import Store
 from ptmon.monitor.text import safe
 
-__all__ = ["run_snapshot", "collect", "to_json", "render", "snapshot_console", "exit_status", "DEFAULT_WIDTH",
+__all__ = ["run_snapshot", "collect", "to_json", "render", "snapshot_console", "exit_status", "print_snapshot",
+           "DEFAULT_WIDTH",
            "EXIT_OK", "EXIT_NO_ANSWER", "EXIT_USAGE", "EXIT_LEVEL"]
 
 EXIT_OK, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_LEVEL = 0, 1, 2, 3
@@ -69,6 +71,18 @@ def exit_status(d: Dashboard, *, fail_on: str | None = None) -> int:
     if fail_on is not None and _LEVEL_RANK[d.level] >= _LEVEL_RANK[fail_on]:
         return EXIT_LEVEL
     return EXIT_OK
+
+
+def print_snapshot(d: Dashboard, events: Sequence[Event], *, as_json: bool, width: int | None,
+                   config_file: str | None) -> None:
+    """The snapshot as the command prints it, live or from a recording: JSON with the event log, else
+    the table."""
+    if as_json:
+        out = to_json(d, config_file=config_file)
+        out["events"] = events_json(events, now=d.now)
+        print(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        render(d, snapshot_console(width=width), config_file=config_file)
 
 
 def snapshot_console(*, width: int | None = None, file: Any = None) -> Console:
@@ -358,7 +372,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
         print("ptmon snapshot: no targets: give /metrics URLs or JSONL metrics files, --prometheus URL, or a "
               "--config with [[targets]]", file=sys.stderr)
         return 2
-    from ptmon.monitor.events import EventsFeed, events_json
+    from ptmon.monitor.events import EventsFeed
 
     inner: Any = LiveFeed(settings)
     if getattr(args, "record", None):
@@ -371,12 +385,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
             return 2
     feed = EventsFeed(inner)
     d = asyncio.run(collect(settings, over=args.over, feed=feed))
-    if args.json:
-        out = to_json(d, config_file=settings.config_file)
-        out["events"] = events_json(feed.events(), now=d.now)
-        print(json.dumps(out, indent=2, allow_nan=False))
-    else:
-        render(d, snapshot_console(width=args.width), config_file=settings.config_file)
+    print_snapshot(d, feed.events(), as_json=args.json, width=args.width, config_file=settings.config_file)
     status = exit_status(d, fail_on=args.fail_on)
     if status == EXIT_NO_ANSWER:
         print(f"ptmon snapshot: {_none_answered(d)}", file=sys.stderr)

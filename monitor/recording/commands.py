@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 
@@ -62,7 +61,7 @@ def _span_text(span: tuple[float, float]) -> str:
 
 
 def run_snapshot_from(args: argparse.Namespace) -> int:
-    from ptmon.monitor.snapshot import exit_status, render, snapshot_console, to_json
+    from ptmon.monitor.snapshot import exit_status, print_snapshot
 
     try:
         feed = open_replay(args.from_file, config=args.config, window_s=args.window, at=args.at or "end")
@@ -73,14 +72,7 @@ def run_snapshot_from(args: argparse.Namespace) -> int:
         d = feed.dashboard_at(feed.playhead.now(), window_s=feed.settings.window_s)
     finally:
         feed.recording.close()
-    if args.json:
-        from ptmon.monitor.events import events_json
-
-        out = to_json(d, config_file=args.config)
-        out["events"] = events_json(feed.events(), now=d.now)
-        print(json.dumps(out, indent=2, allow_nan=False))
-    else:
-        render(d, snapshot_console(width=args.width), config_file=args.config)
+    print_snapshot(d, feed.events(), as_json=args.json, width=args.width, config_file=args.config)
     return exit_status(d, fail_on=args.fail_on)
 
 
