@@ -74,7 +74,9 @@ def _oracle(text: str, *, om: bool) -> list[Key]:
 # 'vllm:x' with samples 'vllm_x_total' ("Clashing name"), and histograms with negative
 # buckets without _sum. Those two are compared with the text parser (no timestamps in them).
 _OM_ORACLE_REJECTS = {"vllm_openmetrics.txt", "posttrain_rollout_openmetrics.txt"}
-FIXTURE_FILES = sorted(p.name for p in FIXTURES.iterdir())
+FIXTURE_FILES = sorted(p.name for p in FIXTURES.iterdir() if p.suffix in (".prom", ".txt"))
+# Real captures of third-party servers (copied from ../shared/corpus; each names its source on line 1).
+THIRD_PARTY = sorted(p.name for p in (FIXTURES / "third_party").iterdir() if p.suffix == ".prom")
 
 
 def _read(name: str) -> str:
@@ -99,6 +101,25 @@ def test_fixture_warm_parser_gives_the_cold_result(name: str) -> None:
     assert _key(parser.parse(text)) == cold
     assert _key(parser.parse(text)) == cold
     assert _key(parser.parse(text.replace(" 1\n", " 2\n"))) == _key(parse(text.replace(" 1\n", " 2\n")))
+
+
+def test_fixture_set_holds_the_captures() -> None:
+    """The metadata-heavy captures and the third-party corpus are parsed by the tests above and below."""
+    assert {"alertmanager_0.25.0.prom", "prometheus_2.42.0.prom", "pushgateway_1.5.1.prom",
+            "victoria_metrics_1.79.5.prom"} <= set(FIXTURE_FILES)
+    assert len(THIRD_PARTY) >= 14
+
+
+@pytest.mark.parametrize("name", THIRD_PARTY)
+def test_third_party_capture_matches_prometheus_client(name: str) -> None:
+    text = (FIXTURES / "third_party" / name).read_text(encoding="utf-8")
+    assert text.startswith("# source: ")
+    expected = _oracle(text, om=False)
+    assert expected
+    assert _key(parse(text)) == expected
+    parser = ExpositionParser()
+    assert _key(parser.parse(text)) == expected
+    assert _key(parser.parse(text)) == expected  # warm: the cache gives the cold result
 
 
 def test_edge_case_fixture_details() -> None:
