@@ -57,7 +57,8 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from itertools import compress, islice, repeat
 from operator import length_hint
 from typing import Any, NamedTuple, NoReturn
 
@@ -154,13 +155,14 @@ def is_openmetrics(content_type: str | None) -> bool:
     return media_type == "application/openmetrics-text"
 
 
-def parse(text: str, *, openmetrics: bool | None = None) -> list[Sample]:
+def parse(text: str, *, openmetrics: bool | None = None, keep: Callable[[str], bool] | None = None) -> list[Sample]:
     """Parse one exposition; ``openmetrics=None`` detects it by a final ``# EOF``.
 
     A one-off, cold parse: a scraper should keep one :class:`ExpositionParser`
     per target instead, which is many times faster from the second scrape on.
+    ``keep`` is :class:`ExpositionParser`'s.
     """
-    return ExpositionParser().parse(text, openmetrics=openmetrics)
+    return ExpositionParser(keep=keep).parse(text, openmetrics=openmetrics)
 
 
 # ---------------------------------------------------------------------------
@@ -185,6 +187,36 @@ _WS_SPLIT = re.compile(r"[ \t]+").split  # the only separators: str.split() woul
 _TEXT_TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped"})
 _OM_TYPES = frozenset({"counter", "gauge", "histogram", "gaugehistogram", "stateset", "info", "summary", "unknown"})
 _SHOWN = 120  # characters of an offending line or token quoted in an error
+
+
+def _page_pattern(types: frozenset[str], *, om: bool) -> re.Pattern[str]:
+    """One pattern over a whole page (cold parse): exactly one match per line, in order.
+
+    Groups: a common sample line ``name{a="x", b="y"} value`` (series text, name, label block,
+    value; a label value with a ``\\`` or ``"`` is left to the careful path, which unescapes),
+    a plain ``# HELP name ...`` line or (text format) comment, a plain ``# TYPE name kind`` line
+    (the line, name, kind), else the whole line, for the careful path. Every shape matched is one
+    the careful path accepts and reads the same way, so what it matches needs no more checks than
+    those ``_parse_page`` makes.
+    """
+    # Possessive repeats (*+): nothing here needs backtracking, and the engine keeps no state for it.
+    name = r"[a-zA-Z_:][a-zA-Z0-9_:]*+"
+    pair = r'[a-zA-Z_][a-zA-Z0-9_]*+="[^"\\\n]*+"'
+    pairs = rf"{pair}(?:,[ \t]*+{pair})*+" + ("" if om else ",?")
+    sample = rf"(({name})(?:\{{({pairs})?\}})?) ([^ \t#{{\n][^ \t#\n]*+)"
+    # A text-format comment: '#' then no blank, or a first word that is not HELP or TYPE.
+    comment = "" if om else r"|#(?![ \t]+(?:HELP|TYPE)(?:[ \t]|$))[^\n]*+"
+    help_ = rf"(# HELP {name}(?:[ \t][^\n]*+)?{comment})"
+    type_ = rf"(# TYPE ({name}) ({'|'.join(sorted(types))}))"
+    return re.compile(rf"^(?:{sample}|{help_}|{type_}|([^\n]*))$", re.M)
+
+
+# A pair of a label block _PAGE_RE matched: no '"' or '\\' in its value.
+_PLAIN_PAIR_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
+_PAGE_RE = (_page_pattern(_TEXT_TYPES, om=False), _page_pattern(_OM_TYPES, om=True))
+_MISSING: Any = object()
+# The cache entry of a series ``keep`` rejected: its value text never equals a line's.
+_SKIP: list[Any] = [None, None, object(), None]
 
 
 def _shorten(text: str, limit: int = _SHOWN) -> str:
@@ -225,6 +257,33 @@ def _parse_float(token: str, what: str) -> float:
         return float(token)
     except ValueError:
         raise _LineError(f"invalid {what} {_quote(token)}") from None
+
+
+def _plain_float(token: str) -> float | None:
+    """``token`` as ``_parse_float`` reads it, or None where that would raise."""
+    if "_" in token or not token.isascii() or not token.isprintable():
+        return None
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _labels_of_blocks(blocks: tuple[str, ...]) -> list[Labels] | None:
+    """The label sets of label blocks ``_PAGE_RE`` matched, or None if one names a label twice.
+
+    Their values hold no '"', so in the usual spelling (``a="x",b="y"``) the blocks joined are
+    cut into pairs by ``str.split`` alone and handed out in counts, all without Python per line.
+    """
+    counts = list(map(str.count, blocks, repeat('="')))
+    joined = ",".join(filter(None, blocks))
+    if '", ' in joined or '",\t' in joined or ",," in joined or joined.endswith(","):
+        pairs = list(map(_PLAIN_PAIR_RE.findall, blocks))  # spaces or a trailing comma
+        labels = list(map(Labels, pairs))
+    else:
+        cut = iter(list(map(str.split, joined[:-1].split('",'), repeat('="'))) if joined else ())
+        labels = list(map(Labels, map(islice, repeat(cut), counts)))
+    return labels if list(map(len, labels)) == counts else None
 
 
 def _parse_timestamp(token: str, *, om: bool) -> float:
@@ -448,10 +507,23 @@ class ExpositionParser:
     it nor the caches to remember it) and ``max_page_series_bytes`` the series
     text of one scrape (what the cache keeps of it); ``None`` means no limit.
     The cache holds the series of the last page parsed and nothing else.
+
+    ``keep``, when given, is asked once per new series for its sample name
+    (``Sample.name``: ``x_bucket``, not ``x``): the samples of a name it
+    rejects are not returned, so a consumer that reads few of a page's
+    series pays for few. A rejected line is still checked the first time its
+    series is seen exactly as any line is (grammar, value, every limit; an
+    invalid one still fails the scrape), and the page is always checked for
+    the line count and line length limits and its series text for the page
+    budget (a rejected series is cached like any other, to be skipped at the
+    cost of a dict lookup). While its series text is unchanged its value is
+    not read at all, so a rejected series' value turning invalid on a later
+    scrape is not an error, where a cold parse of that page would refuse it.
+    ``None`` (the default) returns every sample.
     """
 
     __slots__ = ("_max_value", "_max_series", "_series_chars", "_max_page", "_max_line", "_max_lines", "_caches",
-                 "_held", "_meta", "_values", "_family")
+                 "_held", "_meta", "_values", "_family", "_keep", "_skipped", "_short")
 
     # At most this many value texts are remembered (cleared when full, at the next scrape), none longer
     # than _VALUE_TEXT (the longest float repr is 24 characters).
@@ -461,10 +533,14 @@ class ExpositionParser:
     def __init__(self, *, max_label_value_length: int | None = MAX_LABEL_VALUE_BYTES,
                  max_series_bytes: int | None = MAX_SERIES_BYTES,
                  max_page_series_bytes: int | None = MAX_PAGE_SERIES_BYTES,
-                 max_line_length: int | None = None, max_lines: int | None = None) -> None:
+                 max_line_length: int | None = None, max_lines: int | None = None,
+                 keep: Callable[[str], bool] | None = None) -> None:
         self._max_value = max_label_value_length
         self._max_series = max_series_bytes
         self._series_chars = sys.maxsize if max_series_bytes is None else max_series_bytes // 4
+        # A series this short is within the series and label value limits (4 bytes a character at most).
+        self._short = min(self._series_chars,
+                          sys.maxsize if max_label_value_length is None else max_label_value_length // 4)
         self._max_page = max_page_series_bytes
         self._max_line = max_line_length
         self._max_lines = max_lines
@@ -476,25 +552,53 @@ class ExpositionParser:
         self._meta: tuple[dict[str, tuple[str, str] | None], dict[str, tuple[str, str] | None]] = ({}, {})
         self._values: dict[str, float] = {}
         self._family: tuple[str, str] | None = None  # the last '# TYPE' of the page being parsed
+        self._keep = keep
+        self._skipped = 0  # lines of series ``keep`` rejected, on the page being parsed
 
     def parse(self, text: str, *, openmetrics: bool | None = None) -> list[Sample]:
         """Parse one scrape's body; raises :class:`ParseError` on the first invalid line."""
         om = _detect_openmetrics(text) if openmetrics is None else bool(openmetrics)
         if not om and "\r" in text:
             text = _without_crlf(text)
-        lines = text.split("\n")  # not splitlines(): '\x1c', '\u2028', ... are legal inside label values
-        self._check_size(lines)
+        found = self._whole_page(text, om)
+        # not splitlines(): '\x1c', '\u2028', ... are legal inside label values
+        lines = text.split("\n") if found is None else None
+        if lines is not None:
+            self._check_size(lines)
         out: list[Sample] = []
         self._family = None
+        self._skipped = 0
         try:
-            eof = self._parse_lines(lines, out, om)
+            if found is None:
+                assert lines is not None
+                eof = self._parse_lines(lines, out, om)
+            elif (common := self._parse_common(text, found, out, om)) is not None:
+                eof = common
+            else:
+                eof = self._parse_page(text, found, out, om)
         finally:
-            self._forget_the_rest(lines, out, om)
+            self._forget_the_rest(text, lines, out, om)
         if om and not eof:
+            lines = text.split("\n")
             last = len(lines) - 1 if len(lines) > 1 and not lines[-1] else len(lines)
             raise ParseError("missing '# EOF' at the end (the OpenMetrics body is incomplete)",
                              lineno=last, line=lines[last - 1][:1000])
         return out
+
+    def _whole_page(self, text: str, om: bool) -> list[tuple[str, ...]] | None:
+        """A cold parse's page as ``_PAGE_RE`` reads it, one tuple a line; None: parse line by line.
+
+        Cold means nothing cached for this format (a first scrape, ``parse()``); a warm parser's
+        line loop is faster. The line count is checked before the page is read, as ``_check_size``
+        does (which then raises with its words).
+        """
+        if self._caches[om] or self._max_line is not None:
+            return None
+        count = text.count("\n") + 1
+        if self._max_lines is not None and count - (not text or text[-1] == "\n") > self._max_lines:
+            self._check_size(text.split("\n"))
+        found: list[tuple[str, ...]] = _PAGE_RE[om].findall(text)
+        return found if len(found) == count else None
 
     def _check_size(self, lines: list[str]) -> None:
         if self._max_lines is not None:
@@ -506,6 +610,161 @@ class ExpositionParser:
             longest = max(map(len, lines))
             if longest > self._max_line:
                 self._raise_long_line(lines)
+
+    def _parse_common(self, text: str, found: list[tuple[str, ...]], out: list[Sample], om: bool) -> bool | None:
+        """The cold path of a page of common lines only, a column at a time (no Python per line).
+
+        Taken when every line is a sample ``_PAGE_RE`` matched, a HELP/TYPE line, a comment or a
+        blank (OpenMetrics: and the final '# EOF'), and every sample is within every limit, of a new
+        series, with a plain number; anything else returns None before any state changed, and
+        ``_parse_page`` reads the page line by line. Returns whether '# EOF' was read.
+        """
+        series, names, blocks, vals, hlines, tlines, tnames, kinds, others = zip(*found, strict=True)
+        eof = self._common_end(others, om)
+        if eof is None or "__name__" in text:
+            return None
+        vals = tuple(compress(vals, series))
+        joined = "".join(vals)
+        if "_" in joined or not joined.isascii() or not joined.isprintable():
+            return None
+        try:
+            values = list(map(float, vals))
+        except ValueError:
+            return None
+        blocks = tuple(compress(blocks, series))
+        series, names = tuple(compress(series, series)), tuple(compress(names, series))
+        if series and max(map(len, series)) > self._short:
+            return None  # a series near a byte limit: _careful measures it
+        labels = _labels_of_blocks(blocks)
+        if labels is None:
+            return None  # a duplicate label name
+        held = self._held[om] + (sum(map(len, series)) if text.isascii() else sum(map(_utf8_len, series)))
+        if self._max_page is not None and held > self._max_page:
+            return None
+        samples = list(map(tuple.__new__, repeat(Sample), zip(names, labels, values, repeat(None), strict=False)))
+        entries = dict(zip(series, map(list, zip(names, labels, vals, samples, strict=True)), strict=True))
+        if len(entries) != len(series):
+            return None  # a series twice on the page
+        if self._keep is not None:
+            samples = self._kept(names, samples, entries)
+        cache, meta = self._caches[om], self._meta[om]
+        cache.update(entries)
+        self._held[om] = held
+        meta.update(zip(compress(hlines, hlines), repeat(None), strict=False))
+        meta.update(zip(compress(tlines, tlines), zip(compress(tnames, tlines), compress(kinds, tlines), strict=True),
+                        strict=True))
+        out.extend(samples)
+        return eof
+
+    @staticmethod
+    def _common_end(others: tuple[str, ...], om: bool) -> bool | None:
+        """Whether the page's other lines are blanks (text format) or its final '# EOF' (True), else None."""
+        if not om:
+            return None if any(others) else False
+        rest = [text for text in others if text]  # in OpenMetrics, only '# EOF' and the empty end
+        if rest != ["# EOF"] or others.count("") > 1 or others[-1] not in ("", "# EOF"):
+            return None
+        return True
+
+    def _kept(self, names: tuple[str, ...], samples: list[Sample], entries: dict[str, list[Any]]) -> list[Sample]:
+        """The samples ``keep`` accepts; the entries of the others become _SKIP."""
+        assert self._keep is not None
+        verdict = {name: bool(self._keep(name)) for name in set(names)}
+        accepted = list(map(verdict.__getitem__, names))
+        for key, ok in zip(list(entries), accepted, strict=True):
+            if not ok:
+                entries[key] = _SKIP
+        self._skipped += accepted.count(False)
+        return list(compress(samples, accepted))
+
+    def _parse_page(self, text: str, found: list[tuple[str, ...]], out: list[Sample], om: bool) -> bool:
+        """The cold path: common lines built from the page's matches, any other through ``_careful``.
+
+        A sample line is built here only when the careful path would accept it unchanged (a new
+        series within every limit, no duplicate or ``__name__`` label, a plain number); anything
+        else, errors included, is handed to ``_careful`` whole, which says why. True at '# EOF'.
+        """
+        cache, meta = self._caches[om], self._meta[om]
+        get = cache.get
+        append = out.append
+        pairs_of = _PAIR_RE.findall
+        blocks: dict[str, list[tuple[str, str]]] = {}  # label block -> its pairs: le="0.5" and the like repeat
+        bget = blocks.get
+        values = self._values
+        if len(values) >= self._VALUES_CAP:
+            values.clear()
+        vget = values.get
+        new = tuple.__new__
+        short = self._short
+        held = self._held[om]
+        # Within the page budget whatever it holds: then no series is counted here (cheaper), the total after.
+        unbounded = self._max_page is None or held + len(text) * (1 if text.isascii() else 4) <= self._max_page
+        keep = self._keep
+        kept: dict[str, bool] = {}
+        family = None
+        skipped = 0
+        lines: list[str] | None = None
+        for lineno, (series, name, block, val, hline, tline, tname, kind, other) in enumerate(found, 1):
+            if series:
+                if unbounded and len(series) <= short and get(series) is None:
+                    pairs = bget(block)
+                    if pairs is None:
+                        pairs = blocks[block] = pairs_of(block) if block else []
+                    labels = Labels(pairs)
+                    value = vget(val)
+                    if value is None and not ("_" in val or not val.isascii() or not val.isprintable()):
+                        try:
+                            value = float(val)
+                        except ValueError:
+                            pass
+                        else:
+                            if len(val) <= 32:
+                                values[val] = value
+                    if value is not None and len(labels) == len(pairs) and "__name__" not in labels:
+                        if keep is None or (kept[name] if name in kept else kept.setdefault(name, bool(keep(name)))):
+                            cache[series] = [name, labels, val, sample := new(Sample, (name, labels, value, None))]
+                            append(sample)
+                        else:
+                            cache[series] = _SKIP
+                            skipped += 1
+                        continue
+                line = f"{series} {val}"
+            elif hline:
+                meta[hline] = None
+                continue
+            elif tline:
+                meta[tline] = family = (tname, kind)
+                continue
+            elif not (other or om):
+                continue  # a blank line, which the text format allows
+            else:
+                line = other
+            if lines is None:
+                lines = text.split("\n")
+            self._sync(om, held, family, skipped, unbounded)
+            skipped = 0
+            if self._careful_line(line, out, om, lines, lineno):
+                return True
+            held, family = self._held[om], self._family
+        self._sync(om, held, family, skipped, unbounded)
+        return False
+
+    def _sync(self, om: bool, held: int, family: tuple[str, str] | None, skipped: int, unbounded: bool) -> None:
+        """Hand ``_parse_page``'s running state to the careful path (or keep it, at the end)."""
+        self._held[om] = sum(map(_utf8_len, self._caches[om])) if unbounded else held
+        self._family = family
+        self._skipped += skipped
+
+    def _careful_line(self, line: str, out: list[Sample], om: bool, lines: list[str], lineno: int) -> bool:
+        """``_careful`` with its error as a ParseError naming the line; True at '# EOF'."""
+        try:
+            if self._careful(line, out, om, lines, lineno):
+                self._after_eof(lines, lineno)
+                return True
+        except _LineError as e:
+            where = f" in {_shorten(line)}" if line.strip(_WS) else ""
+            raise ParseError(f"{e}{where}", lineno=lineno, line=line[:1000]) from None
+        return False
 
     def _parse_lines(self, lines: list[str], out: list[Sample], om: bool) -> bool:
         """The fast path, falling back to ``_careful`` line by line; True when '# EOF' was read."""
@@ -521,6 +780,10 @@ class ExpositionParser:
         value_text = self._VALUE_TEXT
         new = tuple.__new__
         sample_type = Sample
+        skip = _SKIP
+        skipped = 0
+        mget = self._meta[om].get
+        missing = _MISSING
         it = iter(lines)
         line = ""
         while True:
@@ -529,9 +792,19 @@ class ExpositionParser:
                     head, _, val = line.rpartition(" ")
                     hit = get(head)
                     if hit is None:
-                        break
+                        family = mget(line, missing)  # a metadata line validated before?
+                        if family is missing:
+                            if line or om:
+                                break
+                            continue  # a blank line, which the text format allows
+                        if family is not None:
+                            self._family = family
+                        continue
                     if val == hit[2]:  # same value as last scrape: same (immutable) Sample
                         append(hit[3])
+                        continue
+                    if hit is skip:  # a series ``keep`` rejected: its value is not read
+                        skipped += 1
                         continue
                     value = vget(val)
                     if value is None:  # a number not seen lately
@@ -545,17 +818,14 @@ class ExpositionParser:
                     hit[2] = val
                     append(sample)
                 else:
+                    self._skipped += skipped
                     return False  # every line read
             except ValueError:
                 pass  # float() refused: let the careful path say why
-            lineno = len(lines) - length_hint(it)
-            try:
-                if self._careful(line, out, om, lines, lineno):
-                    self._after_eof(lines, lineno)
-                    return True
-            except _LineError as e:
-                where = f" in {_shorten(line)}" if line.strip(_WS) else ""
-                raise ParseError(f"{e}{where}", lineno=lineno, line=line[:1000]) from None
+            self._skipped += skipped
+            skipped = 0
+            if self._careful_line(line, out, om, lines, len(lines) - length_hint(it)):
+                return True
 
     def _careful(self, line: str, out: list[Sample], om: bool, lines: list[str], lineno: int) -> bool:
         """Parse one line the slow way, appending its sample; True at '# EOF'."""
@@ -572,7 +842,7 @@ class ExpositionParser:
         cache = self._caches[om]
         known = cache.get(line.rpartition(" ")[0].rpartition(" ")[0])  # 'series value timestamp'?
         if known is not None and (sample := self._timestamped(known, line, om)) is not None:
-            out.append(sample)
+            self._emit(out, sample, known)
             return False
         simple = _SIMPLE_LINE_RE.match(line)
         if simple is not None and not (om and (simple.group(2) or "").endswith(",")):
@@ -583,11 +853,13 @@ class ExpositionParser:
             if entry is None:
                 if len(series) > self._series_chars:
                     self._check_series(series)
-                sample = Sample(name, Labels(_labels_of(block, self._max_value) if block else ()), value, None)
-                self._remember(series, [name, sample.labels, vtok, sample], om, lines, lineno)
+                labels = Labels(_labels_of(block, self._max_value) if block else ())
+                sample = Sample(name, labels, value, None)
+                entry = self._entry(name, labels, vtok, sample)
+                self._remember(series, entry, om, lines, lineno)
             else:
                 sample = Sample(entry[0], entry[1], value, None)
-            out.append(sample)
+            self._emit(out, sample, entry)
             return False
         p = _parse_sample_line(line, om=om, max_value=self._max_value)
         if p.series_end > self._series_chars:
@@ -602,12 +874,24 @@ class ExpositionParser:
         else:
             name, labels = p.name, Labels(p.labels)
         sample = Sample(name, labels, p.value, p.timestamp)
-        if key is not None and entry is None:
-            # [name, labels, last value text, last Sample]: an unchanged line reuses its Sample.
-            self._remember(key, [name, labels, p.tokens[0] if p.timestamp is None else None, sample], om,
-                           lines, lineno)
-        out.append(sample)
+        if entry is None:
+            entry = self._entry(name, labels, p.tokens[0] if p.timestamp is None else None, sample)
+            if key is not None:
+                self._remember(key, entry, om, lines, lineno)
+        self._emit(out, sample, entry)
         return False
+
+    def _entry(self, name: str, labels: Labels, text: str | None, sample: Sample) -> list[Any]:
+        """A new series' cache entry: [name, labels, last value text, last Sample], or _SKIP."""
+        if self._keep is not None and not self._keep(name):
+            return _SKIP
+        return [name, labels, text, sample]  # an unchanged line reuses its (immutable) Sample
+
+    def _emit(self, out: list[Sample], sample: Sample, entry: list[Any]) -> None:
+        if entry is _SKIP:
+            self._skipped += 1
+        else:
+            out.append(sample)
 
     def _metadata(self, line: str, om: bool) -> None:
         meta = self._meta[om]
@@ -660,20 +944,25 @@ class ExpositionParser:
         cache[key] = entry
         self._held[om] += size
 
-    def _forget_the_rest(self, lines: list[str], out: list[Sample], om: bool) -> None:
-        """Bound the caches to this page: more entries than samples means some are of series gone.
+    def _forget_the_rest(self, text: str, lines: list[str] | None, out: list[Sample], om: bool) -> None:
+        """Bound the caches to this page: more entries than sample lines means some are of series gone.
 
         In steady state both tests are false and nothing is scanned; after series churn (or a scrape
         cut short by an error) one more pass over the lines keeps exactly what this page holds.
+        ``lines`` is the page split, or None when it was read whole (split here only if needed).
         """
         self._family = None
-        if len(self._caches[om]) > len(out):
-            self._keep_only(lines, om)
+        samples = len(out) + self._skipped
+        count = text.count("\n") + 1 if lines is None else len(lines)
         meta = self._meta[om]
-        if len(meta) > len(lines) - len(out):
-            kept = {line: meta[line] for line in lines if line in meta}
-            meta.clear()
-            meta.update(kept)
+        if len(self._caches[om]) > samples or len(meta) > count - samples:
+            lines = text.split("\n") if lines is None else lines
+            if len(self._caches[om]) > samples:
+                self._keep_only(lines, om)
+            if len(meta) > count - samples:
+                kept = {line: meta[line] for line in lines if line in meta}
+                meta.clear()
+                meta.update(kept)
 
     def _keep_only(self, lines: list[str], om: bool) -> None:
         """Drop every cached series that is not on one of ``lines``."""

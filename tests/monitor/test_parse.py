@@ -906,3 +906,127 @@ async def test_fat_label_churn_target_stays_under_a_fixed_memory_ceiling() -> No
     assert health.up is False and health.series == 0
     assert health.error is not None
     assert "line 1: series of 801," in health.error and f"exceeds the limit of {MAX_SERIES_BYTES:,}" in health.error
+
+
+# ---------------------------------------------------------------------------
+# Issue 18: the cold path reads the whole page at once (columns, else line by line from the page's
+# matches, else the careful walk); ``keep`` drops the samples a consumer does not read.
+
+
+def _line_by_line() -> ExpositionParser:
+    """A cold parser that takes the line loop (a line length limit turns the whole-page path off)."""
+    return ExpositionParser(max_line_length=10**9)
+
+
+class _PageLoopOnly(ExpositionParser):
+    """A cold parser whose page is read match by match (``_parse_page``), never a column at a time."""
+
+    __slots__ = ()
+
+    def _parse_common(self, *args: Any) -> None:
+        return None
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_scrapes(), st.sampled_from([False, True, None]))
+def test_the_three_cold_paths_agree_on_any_input(bodies: list[str], om: bool | None) -> None:
+    for body in bodies:
+        expected = _outcome(_line_by_line(), body, om)
+        assert _outcome(ExpositionParser(), body, om) == expected, body
+        assert _outcome(_PageLoopOnly(), body, om) == expected, body
+
+
+@pytest.mark.parametrize("name", FIXTURE_FILES + [f"third_party/{n}" for n in THIRD_PARTY])
+def test_fixture_cold_paths_agree_and_fill_the_same_caches(name: str) -> None:
+    text = _read(name)
+    parsers = [ExpositionParser(), _PageLoopOnly(), _line_by_line()]
+    results = [_key(p.parse(text)) for p in parsers]
+    assert results[0] == results[1] == results[2]
+    om = name.endswith(".txt")
+    assert parsers[0]._caches[om].keys() == parsers[1]._caches[om].keys() == parsers[2]._caches[om].keys()
+    assert parsers[0]._held == parsers[1]._held == parsers[2]._held
+
+
+def _moved(text: str, step: int) -> str:
+    """``text`` with every integer sample value (or timestamp) moved by ``step``."""
+    out = []
+    for line in text.split("\n"):
+        head, _, value = line.rpartition(" ")
+        if line and not line.startswith("#") and " # " not in line and head and value.lstrip("-").isdigit():
+            line = f"{head} {int(value) + step}"
+        out.append(line)
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("name", FIXTURE_FILES + [f"third_party/{n}" for n in THIRD_PARTY])
+def test_keep_returns_exactly_the_kept_names_cold_and_warm(name: str) -> None:
+    text = _read(name)
+    names = sorted({s.name for s in parse(text)})
+    wanted = set(names[::3])  # a third of the names
+    asked: list[str] = []
+
+    def keep(sample_name: str) -> bool:
+        asked.append(sample_name)
+        return sample_name in wanted
+
+    warm = ExpositionParser(keep=keep)
+    for step in (0, 0, 7, 0, 3):
+        page = _moved(text, step)
+        expected = [k for k in _key(parse(page)) if k[0] in wanted]
+        assert _key(parse(page, keep=wanted.__contains__)) == expected
+        assert _key(warm.parse(page)) == expected
+    assert set(asked) == set(names)
+    if "edge" not in name:  # (a line that cannot be cached, an exemplar's, is asked about each time)
+        assert len(asked) <= len(parse(text))  # once per new series at most, not once per scrape
+
+
+def test_keep_still_checks_what_a_rejected_line_holds() -> None:
+    reject = ExpositionParser(keep=lambda name: name == "ok", max_lines=3, max_label_value_length=8,
+                              max_series_bytes=40)
+    assert [s.name for s in reject.parse('ok 1\nno{a="b"} 2\n')] == ["ok"]
+    for page, reason in [
+        ("ok 1\nno 2\nno2 3\nno3 4\n", "4 lines exceed the limit of 3"),
+        ('ok 1\nno{a="123456789"} 2\n', "label value of 9 bytes exceeds the limit of 8"),
+        ('ok 1\nno{a="1",b="2",c="3",d="4",e="5",f="6",g="7"} 2\n', "series of 45 bytes"),
+        ('ok 1\nno{a="1",a="2"} 2\n', "duplicate label name 'a'"),
+        ("ok 1\nno two\n", "invalid sample value 'two'"),
+        ("ok 1\nno{a=b} 2\n", "label value of 'a' must be in double quotes"),
+    ]:
+        for parser in (ExpositionParser(keep=lambda name: name == "ok", max_lines=3, max_label_value_length=8,
+                                        max_series_bytes=40), reject):
+            with pytest.raises(ParseError, match=reason):
+                parser.parse(page)
+
+
+def test_keep_skips_a_rejected_series_value_once_it_is_known() -> None:
+    parser = ExpositionParser(keep=lambda name: name != "skipped")
+    assert [s.name for s in parser.parse("kept 1\nskipped 2\n")] == ["kept"]
+    # The value of a known rejected series is not read: a warm scrape costs it a dict lookup.
+    assert [(s.name, s.value) for s in parser.parse("kept 3\nskipped two\n")] == [("kept", 3.0)]
+    with pytest.raises(ParseError, match="invalid sample value 'two'"):
+        parse("kept 3\nskipped two\n", keep=lambda name: name != "skipped")  # a cold parse reads it
+
+
+def test_keep_caches_stay_bounded_by_the_page() -> None:
+    parser = ExpositionParser(keep=lambda name: name.startswith("k"))
+    for scrape in range(30):
+        text = "".join(f'{n}{{id="{scrape}-{i}"}} {i}\n' for i in range(10) for n in ("k", "x"))
+        assert len(parser.parse(text)) == 10
+        assert set(parser._caches[0]) == {f'{n}{{id="{scrape}-{i}"}}' for i in range(10) for n in ("k", "x")}
+        assert parser._held[0] == sum(map(len, parser._caches[0]))
+    # In steady state nothing is rescanned: a page of the same series leaves the cache as it was.
+    cache = dict(parser._caches[0])
+    parser.parse(text.replace("} 3\n", "} 4\n"))
+    assert parser._caches[0].keys() == cache.keys()
+
+
+def test_keep_none_returns_every_sample_and_openmetrics_too() -> None:
+    text = _read("posttrain_rollout_openmetrics.txt")
+    every = parse(text)
+    assert _key(parse(text, keep=None)) == _key(every)
+    names = {s.name for s in every}
+    some = {n for n in names if n.endswith("_total")}
+    assert some and some != names
+    warm = ExpositionParser(keep=some.__contains__)
+    for _ in range(3):
+        assert _key(warm.parse(text)) == [k for k in _key(every) if k[0] in some]
