@@ -16,6 +16,16 @@ goes through the careful, slower path, which is where a line's series text is
 validated; the fast path only ever pairs an already-validated series text with
 a new number, so it accepts nothing the careful path would reject.
 
+A cold parse (a first scrape, ``parse()``, ``ptmon snapshot``) has no cache to
+lean on, so it reads the page whole: one possessive pattern (``_PAGE_RE``) over
+the text gives one match per line, sorting out the common shapes (a plain
+sample line, ``# HELP``, ``# TYPE``, a comment, a blank). When every line is
+one of them the page is built a column at a time with C-level ``map``/``zip``
+(values, label sets, samples, cache entries, no Python per line); else match
+by match; any line of another shape, and every error, goes to the careful path
+with its line number, so what is accepted and every error's wording are those
+of the careful path.
+
 What is accepted, for both formats: ``# HELP`` / ``# TYPE`` (and ``# UNIT`` in
 OpenMetrics), metric names with ``:`` (vLLM's ``vllm:generation_tokens_total``),
 upper-case names and labels (DCGM's ``DCGM_FI_DEV_GPU_UTIL{Hostname="..."}``),
@@ -281,9 +291,23 @@ def _labels_of_blocks(blocks: tuple[str, ...]) -> list[Labels] | None:
         pairs = list(map(_PLAIN_PAIR_RE.findall, blocks))  # spaces or a trailing comma
         labels = list(map(Labels, pairs))
     else:
-        cut = iter(list(map(str.split, joined[:-1].split('",'), repeat('="'))) if joined else ())
+        # One (name, value) per distinct pair text: a page repeats its pairs (worker="w07", le="0.5"), so
+        # this splits each once and the page's label sets share their name and value strings.
+        pair = _Pairs().__getitem__
+        cut = iter(list(map(pair, joined[:-1].split('",'))) if joined else ())
         labels = list(map(Labels, map(islice, repeat(cut), counts)))
     return labels if list(map(len, labels)) == counts else None
+
+
+class _Pairs(dict[str, tuple[str, str]]):
+    """``name="value`` (a label pair of a matched block, its closing quote cut) -> (name, value)."""
+
+    __slots__ = ()
+
+    def __missing__(self, text: str) -> tuple[str, str]:
+        name, _, value = text.partition('="')
+        pair = self[text] = (name, value)
+        return pair
 
 
 def _parse_timestamp(token: str, *, om: bool) -> float:
@@ -620,7 +644,7 @@ class ExpositionParser:
         ``_parse_page`` reads the page line by line. Returns whether '# EOF' was read.
         """
         series, names, blocks, vals, hlines, tlines, tnames, kinds, others = zip(*found, strict=True)
-        eof = self._common_end(others, om)
+        eof = self._common_end(found, (series, hlines, tlines, others), om)
         if eof is None or "__name__" in text:
             return None
         vals = tuple(compress(vals, series))
@@ -657,14 +681,21 @@ class ExpositionParser:
         return eof
 
     @staticmethod
-    def _common_end(others: tuple[str, ...], om: bool) -> bool | None:
-        """Whether the page's other lines are blanks (text format) or its final '# EOF' (True), else None."""
+    def _common_end(found: list[tuple[str, ...]], columns: tuple[tuple[str, ...], ...], om: bool) -> bool | None:
+        """Whether the page's other lines are blanks (text format) or its final '# EOF' (True), else None.
+
+        ``columns``: the sample, HELP, TYPE and other-line columns of ``found``.
+        """
+        others = columns[-1]
         if not om:
             return None if any(others) else False
-        rest = [text for text in others if text]  # in OpenMetrics, only '# EOF' and the empty end
-        if rest != ["# EOF"] or others.count("") > 1 or others[-1] not in ("", "# EOF"):
-            return None
-        return True
+        if [text for text in others if text] != ["# EOF"]:
+            return None  # in OpenMetrics, no line but '# EOF' is left to the careful path...
+        # ... and no blank line but the empty string after its final newline
+        blanks = sum(map(tuple.count, columns, repeat(""))) - 3 * len(found)  # 3 of 4 empty on any other line
+        if found[-1][8] == "# EOF":
+            return True if blanks == 0 else None
+        return True if blanks == 1 and found[-2][8] == "# EOF" and not any(found[-1]) else None
 
     def _kept(self, names: tuple[str, ...], samples: list[Sample], entries: dict[str, list[Any]]) -> list[Sample]:
         """The samples ``keep`` accepts; the entries of the others become _SKIP."""

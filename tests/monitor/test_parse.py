@@ -1030,3 +1030,16 @@ def test_keep_none_returns_every_sample_and_openmetrics_too() -> None:
     warm = ExpositionParser(keep=some.__contains__)
     for _ in range(3):
         assert _key(warm.parse(text)) == [k for k in _key(every) if k[0] in some]
+
+
+@pytest.mark.parametrize(("body", "outcome"), [
+    ("# TYPE a gauge\na 1\n# EOF\n", [("a", (), 1.0, None)]),
+    ("# TYPE a gauge\na 1\n# EOF", [("a", (), 1.0, None)]),
+    ("# TYPE a gauge\n\na 1\n# EOF\n", (2, "line 2: blank line (not allowed in OpenMetrics)")),
+    ("a 1\n# EOF\n\n", (3, "line 3: text after '# EOF'")),
+    ("a 1\n# EOF\nb 2\n", (3, "line 3: text after '# EOF'")),
+    ("a 1\nb 2\n", (2, "line 2: missing '# EOF' at the end (the OpenMetrics body is incomplete)")),
+])
+def test_openmetrics_pages_of_common_lines_end_as_the_careful_path_says(body: str, outcome: object) -> None:
+    assert _outcome(ExpositionParser(), body, True) == outcome
+    assert _outcome(_line_by_line(), body, True) == outcome
