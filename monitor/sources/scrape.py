@@ -12,6 +12,7 @@ memory without bound.
 from __future__ import annotations
 
 import asyncio
+import operator
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -74,17 +75,31 @@ class _TargetState(PollState):
     request: httpx.Request | None = None  # the GET, built once (per deadline): see Scraper._request
     request_timeout: float = 0.0
     origin: tuple[str, str, int | None] = ("", "", None)
+    health: TargetHealth | None = None  # as last reported; None once anything in it may have changed
 
     def failed(self, error: str, *, at: float, seconds: float | None) -> None:
         PollState.failed(self, error, at=at, seconds=seconds)
         self.samples = 0
         self.dropped_series = 0
         self.recognised = None
+        self.health = None
+
+    def answered(self, *, at: float, seconds: float) -> None:
+        PollState.answered(self, at=at, seconds=seconds)
+        self.health = None
+
+
+_NAME = operator.attrgetter("name")
+_READ = operator.methodcaller("startswith", schema.READ_PREFIXES)
 
 
 def _recognised(samples: list[Sample]) -> bool:
-    """Whether a page carries anything ptmon reads (its own metrics, an engine's, DCGM's)."""
-    return any(s.name.startswith(schema.READ_PREFIXES) for s in samples)
+    """Whether a page carries anything ptmon reads (its own metrics, an engine's, DCGM's).
+
+    A page ptmon reads answers at its first sample; one it does not (a node
+    exporter) is scanned whole every scrape, so the scan runs in C (map), not
+    one generator step a sample."""
+    return any(map(_READ, map(_NAME, samples)))
 
 
 def _decode_and_parse(parser: ExpositionParser, body: bytes, openmetrics: bool) -> list[Sample]:
@@ -168,23 +183,30 @@ class Scraper(Poller[_TargetState]):
                    transport=transport, clock=clock)
 
     def health(self) -> tuple[TargetHealth, ...]:
-        return tuple(
-            TargetHealth(
-                name=st.target.name,
-                url=st.target.url,
-                role=st.target.role,
-                up=st.up,
-                last_scrape=st.last_attempt,
-                last_success=st.last_success,
-                scrape_seconds=st.seconds,
-                samples=st.samples,
-                series=self._store.series_count(st.target.name),
-                dropped_series=st.dropped_series,
-                error=st.error,
-                recognised=st.recognised,
-            )
-            for st in self._states
+        """Each target's health; a target not scraped since the last call gives the same (identical) object,
+        so a reader can tell at a glance which rows changed."""
+        return tuple(self._health_of(st) for st in self._states)
+
+    def _health_of(self, st: _TargetState) -> TargetHealth:
+        series = self._store.series_count(st.target.name)
+        cached = st.health
+        if cached is not None and cached.series == series:
+            return cached
+        st.health = TargetHealth(
+            name=st.target.name,
+            url=st.target.url,
+            role=st.target.role,
+            up=st.up,
+            last_scrape=st.last_attempt,
+            last_success=st.last_success,
+            scrape_seconds=st.seconds,
+            samples=st.samples,
+            series=series,
+            dropped_series=st.dropped_series,
+            error=st.error,
+            recognised=st.recognised,
         )
+        return st.health
 
     # -- one target's scrape -------------------------------------------------------
 

@@ -272,6 +272,20 @@ async def test_health_before_any_scrape_is_unknown_and_carries_the_configured_ro
     assert isinstance(scraper, Source)
 
 
+async def test_health_of_a_target_not_scraped_since_is_the_same_object() -> None:
+    # The TUI reads health every poll; rows that did not change are not built again, and a reader can
+    # tell which did by identity.
+    scraper = Scraper([target("a"), target("b")], store=Store(), transport=httpx.MockTransport(ok))
+    async with scraper:
+        await scraper.scrape_once()
+        first = scraper.health()
+        assert scraper.health()[0] is first[0] and scraper.health()[1] is first[1]
+        await scraper._poll(scraper._states[1])  # noqa: SLF001 - one target's turn, as its loop takes it
+        a, b = scraper.health()
+    assert a is first[0]
+    assert b is not first[1] and b.last_scrape is not None and b.samples == first[1].samples == 3
+
+
 async def test_concurrency_cap_is_respected_in_a_round() -> None:
     in_flight = peak = 0
 
