@@ -1,7 +1,7 @@
 """Per-scrape CPU of the direct scraper, today's against an earlier commit's, on the same loopback targets.
 
 Run: ``python -m tests.bench.bench_scrape [--targets 64] [--samples 1000] [--rounds 20] [--reps 3]
-[--mode keepalive|close|gzip] [--rev 7c5fd71] [--profile FILE]``
+[--mode keepalive|close|gzip] [--host 127.0.0.1] [--rev 7c5fd71] [--profile FILE]``
 
 A child process serves ``--targets`` synthetic worker pages (``--samples``
 lines each, ~100 bytes a line, counters moving every scrape) on as many
@@ -141,8 +141,8 @@ def _start_server(targets: int, samples: int, mode: str) -> tuple[subprocess.Pop
 # -- this process: the scrapers -------------------------------------------------------------------------
 
 
-def _scraper(code: Code, ports: list[int]) -> Any:
-    targets = [code.Target(name=f"w{i}", url=f"http://127.0.0.1:{p}/metrics") for i, p in enumerate(ports)]
+def _scraper(code: Code, ports: list[int], host: str = "127.0.0.1") -> Any:
+    targets = [code.Target(name=f"w{i}", url=f"http://{host}:{p}/metrics") for i, p in enumerate(ports)]
     return code.Scraper(targets, store=code.Store(), interval_s=1.0, timeout_s=30.0, concurrency=16)
 
 
@@ -170,7 +170,7 @@ def _samples(scraper: Any) -> int:
 
 
 async def _run(args: argparse.Namespace, codes: list[Code], ports: list[int]) -> dict[str, dict[str, float]]:
-    scrapers = [_scraper(c, ports) for c in codes]
+    scrapers = [_scraper(c, ports, args.host) for c in codes]
     for s in scrapers:  # warm: connections, parser caches, series created
         await s.scrape_once()
         await s.scrape_once()
@@ -213,6 +213,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--mode", choices=("keepalive", "close", "gzip"), default="keepalive")
     ap.add_argument("--rev", default=BASELINE)
+    ap.add_argument("--host", default="127.0.0.1", help="the targets' host as configured (localhost: resolved)")
     ap.add_argument("--profile", default=None, help="write a cProfile of today's rounds here")
     ap.add_argument("--serve", choices=("keepalive", "close", "gzip"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
