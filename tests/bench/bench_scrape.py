@@ -15,8 +15,10 @@ and one from ``--rev`` (extracted whole from git history by
 process CPU. Printed: CPU per scrape (µs) and per million samples for each,
 and the ratio, both for the whole scrape (fetch + parse + store) and for the
 fetch alone (the transport's share: each version's ``_fetch`` of the same
-targets). Both versions must store the same number of samples, or the run
-stops. ``--profile`` writes a cProfile of today's scraper's rounds.
+targets); with ``keepalive``, also the floor: a bare asyncio client that
+reads the same pages with ``recv_into`` and checks nothing (what any HTTP layer
+in Python costs at least). Both versions must store the same number of
+samples, or the run stops. ``--profile`` writes a cProfile of today's scraper's rounds.
 """
 
 from __future__ import annotations
@@ -165,6 +167,53 @@ async def _fetch_round(scraper: Any) -> float:
     return time.process_time() - t0
 
 
+class _Bare(asyncio.BufferedProtocol):
+    """The floor: one kept-alive GET answered with a Content-Length, read with recv_into, nothing checked."""
+
+    def __init__(self) -> None:
+        self.buf = memoryview(bytearray(1 << 20))
+        self.got, self.want = 0, -1
+        self.done: asyncio.Future[bytes] | None = None
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.buf[self.got:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.got += nbytes
+        if self.want < 0:
+            end = bytes(self.buf[: self.got]).find(b"\r\n\r\n")
+            if end >= 0:
+                length = bytes(self.buf[:end]).lower().split(b"content-length:")[1].split(b"\r\n")[0]
+                self.want = end + 4 + int(length)
+        if 0 <= self.want <= self.got and self.done is not None and not self.done.done():
+            self.done.set_result(bytes(self.buf[: self.got]))
+
+    async def get(self, request: bytes) -> bytes:
+        assert self.transport is not None
+        self.got, self.want = 0, -1
+        self.done = asyncio.get_running_loop().create_future()
+        self.transport.write(request)
+        return await self.done
+
+
+async def _floor_round(links: list[_Bare]) -> float:
+    request = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: identity\r\n\r\n"
+    t0 = time.process_time()
+    for body in await asyncio.gather(*(link.get(request) for link in links)):
+        body.decode()
+    return time.process_time() - t0
+
+
+async def _bare_links(ports: list[int]) -> list[_Bare]:
+    loop = asyncio.get_running_loop()
+    return [(await loop.create_connection(_Bare, "127.0.0.1", p))[1] for p in ports]
+
+
 def _samples(scraper: Any) -> int:
     return sum(h.samples for h in scraper.health())
 
@@ -180,6 +229,8 @@ async def _run(args: argparse.Namespace, codes: list[Code], ports: list[int]) ->
         raise SystemExit(f"the versions disagree or fail: samples {counts}, errors {errors[:3]}")
     whole: dict[str, list[float]] = {c.label: [] for c in codes}
     fetch: dict[str, list[float]] = {c.label: [] for c in codes}
+    floor: list[float] = []
+    links = await _bare_links(ports) if args.mode == "keepalive" else []
     profiler = cProfile.Profile() if args.profile else None
     gc.collect()
     pairs = list(zip(codes, scrapers, strict=True))
@@ -194,14 +245,21 @@ async def _run(args: argparse.Namespace, codes: list[Code], ports: list[int]) ->
         for i in range(args.rounds):
             for code, s in pairs if i % 2 == 0 else pairs[::-1]:
                 fetch[code.label].append(await _fetch_round(s))
+            if links:
+                floor.append(await _floor_round(links))
     for s in scrapers:
         await s.aclose()
+    for link in links:
+        if link.transport is not None:
+            link.transport.close()
     if profiler is not None:
         profiler.dump_stats(args.profile)
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
     n = len(ports)
     per = {c.label: {"whole": statistics.median(whole[c.label]) / n, "fetch": statistics.median(fetch[c.label]) / n}
            for c in codes}
+    if floor:
+        per["floor"] = {"fetch": statistics.median(floor) / n}
     return per
 
 
@@ -237,6 +295,10 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             us = per[c.label][part] * 1e6
             print(f"  {part:5} {c.label:22} {us:8.0f} µs/scrape  {us / args.samples:5.2f} cpu-s per M samples")
         print(f"  {part:5} ratio now/{args.rev}: {now[part] / before[part]:.2f}x")
+    if "floor" in per:
+        us = per["floor"]["fetch"] * 1e6
+        print(f"  floor: a bare recv_into GET of the same pages (no HTTP checks, no parse): {us:.0f} µs/fetch; "
+              f"now's fetch is {now['fetch'] / per['floor']['fetch']:.1f}x it")
     return per
 
 
