@@ -78,13 +78,17 @@ async def read_capped(response: httpx.Response, limit: int) -> bytes:
     length = response.headers.get("content-length", "")
     if gunzip is None and length.isdigit() and int(length) > limit:
         raise BodyTooLarge(limit)
-    buf = bytearray()
+    chunks: list[bytes] = []  # joined once at the end: the body is copied once here, not once a chunk
+    held = 0
     async for chunk in response.aiter_raw():
         if gunzip is not None:
-            chunk = gunzip.inflate(chunk, limit + 1 - len(buf))
-        buf += chunk
-        if len(buf) > limit:
+            chunk = gunzip.inflate(chunk, limit + 1 - held)
+        held += len(chunk)
+        if held > limit:
             raise BodyTooLarge(limit)
+        chunks.append(chunk)
     if gunzip is not None and not gunzip.complete:
         raise BadBody("truncated gzip body")
-    return bytes(buf)
+    if len(chunks) == 1 and type(chunks[0]) is bytes:
+        return chunks[0]
+    return b"".join(chunks)

@@ -2,13 +2,14 @@
 
 httpx's default transport (httpcore over anyio) costs more CPU per small
 loopback scrape than the socket work itself; ``StreamTransport`` does the same
-HTTP/1.1 with asyncio streams and h11. ``make_client`` is the one way a source
+HTTP/1.1 with an asyncio protocol and h11. ``make_client`` is the one way a source
 gets a client: TLS from the target's settings, no environment, no redirects.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import ssl
 import time
 from collections.abc import AsyncIterator
@@ -18,18 +19,105 @@ import httpx
 
 from ptmon.monitor.sources.errors import InvalidRequestError, NotHTTPError, short
 
-__all__ = ["StreamTransport", "USER_AGENT", "make_client"]
+__all__ = ["StreamTransport", "USER_AGENT", "authorize", "client_over", "make_client", "make_transport", "origin",
+           "redirect_request"]
 
 USER_AGENT = "ptmon"
-_READ_BYTES = 64 * 1024
 _SNIFF_BYTES = 80  # of an answer's start kept to say what a peer that is not HTTP sent
 _HTTP_START = b"HTTP/"
 _KEEPALIVE_S = 5.0  # an idle connection older than this is closed, not reused (httpx's default expiry)
-_Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter, h11.Connection]
+_PAUSE_BYTES = 256 * 1024  # received but not yet read: past this the socket is not read (as StreamReader's limit)
+_SCRATCH_BYTES = 256 * 1024  # one socket read at most (asyncio's own read size)
+_EVENTS_KEPT = 256  # request heads h11 validated, kept to send again (one per target and deadline)
+
+
+class _Link(asyncio.BufferedProtocol):
+    """A connection's receiving side: each chunk the socket gave kept as it came, handed on whole.
+
+    asyncio's StreamReader copies every chunk into one buffer and out again (and
+    wakes a reader per read); a scraper reads whole responses, so chunks are
+    queued and h11 is fed each one as is. The socket is read into ``scratch``
+    (one buffer all of a transport's connections share: the event loop reads
+    one socket at a time and the chunk is copied out at once), not into a fresh
+    256 KiB object per read, which cost more than all the rest of a fetch. Like
+    StreamReaderProtocol, the socket stays open for writing after the peer's FIN
+    (a kept-alive connection the server dropped is then found out by its reset),
+    and reading pauses past ``_PAUSE_BYTES`` not yet read.
+    """
+
+    def __init__(self, *, over_ssl: bool, scratch: memoryview) -> None:
+        self._over_ssl = over_ssl
+        self._scratch = scratch
+        self._transport: asyncio.Transport | None = None
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._buffered = 0
+        self._paused = False
+        self._eof = False  # the peer's FIN (or the connection's end) seen
+        self._error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._scratch
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(bytes(self._scratch[:nbytes]))
+
+    def data_received(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._buffered += len(data)
+        if self._buffered > _PAUSE_BYTES and not self._paused and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._wake()
+        return not self._over_ssl  # keep the socket half-open (asyncio ignores it over TLS, with a warning)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._eof = True
+        if exc is not None:
+            self._error = exc
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def at_eof(self) -> bool:
+        return self._eof and not self._chunks
+
+    async def read(self) -> bytes:
+        """The next chunk received; b"" at the end; the OS error the connection ended with, raised."""
+        while not self._chunks:
+            if self._error is not None:
+                raise self._error
+            if self._eof:
+                return b""
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        data = self._chunks.popleft()
+        self._buffered -= len(data)
+        if self._paused and self._buffered <= _PAUSE_BYTES and self._transport is not None:
+            self._paused = False
+            self._transport.resume_reading()
+        return data
+
+
+_Conn = tuple[_Link, asyncio.Transport, h11.Connection]
 
 
 class StreamTransport(httpx.AsyncBaseTransport):
-    """HTTP/1.1 for a scraper: asyncio streams for the socket, h11 for the protocol.
+    """HTTP/1.1 for a scraper: an asyncio protocol for the socket, h11 for HTTP.
 
     httpx's default transport (httpcore over anyio) spent about 1.5 ms of CPU on
     each small loopback scrape, mostly on locks, pool bookkeeping and stream
@@ -37,9 +125,11 @@ class StreamTransport(httpx.AsyncBaseTransport):
     CPU with 8 targets scraped every second); this one spends about 0.7 ms.
     It does the same HTTP/1.1 (h11 parses, as in httpcore; keep-alive when the
     server allows it, else a connection per request, as prometheus_client's
-    HTTP/1.0 server wants) with a plain list of idle connections per origin. It keeps httpx's client (auth, headers, the
-    Response the readers use) and its exception types, with the OS or TLS error
-    as the cause, so failures read the same. Timeouts are the caller's
+    HTTP/1.0 server wants) with a plain list of idle connections per origin.
+    Received chunks go to h11 as they came (``_Link``), and a request head h11
+    validated is kept and sent again, not validated anew every scrape. It keeps
+    httpx's Request and Response (the readers use them) and its exception types,
+    with the OS or TLS error as the cause, so failures read the same. Timeouts are the caller's
     ``asyncio.timeout`` (both sources wrap every request in one); a request cut
     off half-way closes its connection.
     """
@@ -47,6 +137,8 @@ class StreamTransport(httpx.AsyncBaseTransport):
     def __init__(self, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self._ssl = ssl_context
         self._idle: dict[tuple[str, str, int], list[tuple[float, _Conn]]] = {}
+        self._events: dict[tuple[bytes, bytes, tuple[tuple[bytes, bytes], ...]], h11.Request] = {}
+        self._scratch = memoryview(bytearray(_SCRATCH_BYTES))  # every connection's socket reads land here
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -89,7 +181,7 @@ class StreamTransport(httpx.AsyncBaseTransport):
             if body and not any(k.lower() in (b"content-length", b"transfer-encoding") for k, _ in headers):
                 headers.append((b"Content-Length", str(len(body)).encode()))
             try:
-                data = h.send(h11.Request(method=request.method, target=request.url.raw_path, headers=headers))
+                data = h.send(self._head(request.method.encode(), request.url.raw_path, headers))
                 if body:
                     data += h.send(h11.Data(data=body))
                 data += h.send(h11.EndOfMessage())
@@ -108,6 +200,17 @@ class StreamTransport(httpx.AsyncBaseTransport):
             raise
         return event
 
+    def _head(self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> h11.Request:
+        """The request's h11 event, validated once: a scraper sends the same head every scrape."""
+        key = (method, target, tuple(headers))
+        event = self._events.get(key)
+        if event is None:
+            event = h11.Request(method=method, target=target, headers=headers)
+            if len(self._events) >= _EVENTS_KEPT:
+                self._events.clear()
+            self._events[key] = event
+        return event
+
     def _reusable(self, origin: tuple[str, str, int]) -> _Conn | None:
         idle = self._idle.get(origin)
         now = time.monotonic()
@@ -123,13 +226,14 @@ class StreamTransport(httpx.AsyncBaseTransport):
         context = None
         if scheme == "https":
             context = self._ssl if self._ssl is not None else httpx.create_ssl_context(trust_env=False)
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.open_connection(
-                host, port, ssl=context, server_hostname=host if context is not None else None,
-                limit=_READ_BYTES)
+            sock, link = await loop.create_connection(
+                lambda: _Link(over_ssl=context is not None, scratch=self._scratch), host, port, ssl=context,
+                server_hostname=host if context is not None else None)
         except (OSError, ssl.SSLError) as exc:
             raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
-        return reader, writer, h11.Connection(h11.CLIENT)
+        return link, sock, h11.Connection(h11.CLIENT)
 
     def _release(self, origin: tuple[str, str, int], conn: _Conn, *, complete: bool) -> None:
         h = conn[2]
@@ -166,7 +270,7 @@ async def _next_event(conn: _Conn, request: httpx.Request, *, head: bytearray | 
             event = h.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            data = await reader.read(_READ_BYTES)
+            data = await reader.read()
             if not data and h.their_state is h11.SEND_RESPONSE:
                 raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
             if head is not None and len(head) < _SNIFF_BYTES:
@@ -196,7 +300,7 @@ class _Body(httpx.AsyncByteStream):
         while not self._complete:
             event = await _next_event(self._conn, self._request)
             if isinstance(event, h11.Data):
-                yield bytes(event.data)
+                yield event.data  # h11's own copy (a bytearray): read_capped joins them once
             elif isinstance(event, h11.EndOfMessage):
                 self._complete = True
 
@@ -206,16 +310,8 @@ class _Body(httpx.AsyncByteStream):
             self._transport._release(self._origin, self._conn, complete=self._complete)
 
 
-def make_client(*, verify_tls: bool, ca_file: str | None,
-                transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient | str:
-    """A client for one TLS setting, or the short reason it cannot be made (a bad CA file).
-
-    ``trust_env=False``: no proxy variables or .netrc credentials sneak into
-    fetches; what is fetched and how is exactly what the config says. Redirects
-    are the caller's (httpx would read a whole 3xx body, past any cap). Without
-    an injected ``transport`` requests go through ``StreamTransport`` (a
-    transport always given, httpx's pool ``limits`` never apply).
-    """
+def make_transport(*, verify_tls: bool, ca_file: str | None) -> StreamTransport | str:
+    """The transport for one TLS setting, or the short reason it cannot be made (a bad CA file)."""
     try:
         if not verify_tls:
             context = httpx.create_ssl_context(verify=False, trust_env=False)
@@ -225,7 +321,76 @@ def make_client(*, verify_tls: bool, ca_file: str | None,
             context = httpx.create_ssl_context(trust_env=False)  # httpx's default CA bundle, as before
     except (OSError, ssl.SSLError) as exc:
         return short(f"ca_file {ca_file}: {getattr(exc, 'strerror', None) or exc}")
-    if transport is None:
-        transport = StreamTransport(ssl_context=context)
+    return StreamTransport(ssl_context=context)
+
+
+def client_over(transport: httpx.AsyncBaseTransport) -> httpx.AsyncClient:
+    """The client recipe over ``transport``.
+
+    ``trust_env=False``: no proxy variables or .netrc credentials sneak into
+    fetches; what is fetched and how is exactly what the config says. Redirects
+    are the caller's (httpx would read a whole 3xx body, past any cap). A
+    transport is always given, so httpx's pool ``limits`` never apply.
+    """
     return httpx.AsyncClient(transport=transport, trust_env=False, follow_redirects=False,
                              headers={"User-Agent": USER_AGENT})
+
+
+def make_client(*, verify_tls: bool, ca_file: str | None,
+                transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient | str:
+    """A client for one TLS setting, or the short reason it cannot be made (a bad CA file).
+
+    Without an injected ``transport`` requests go through ``StreamTransport``.
+    """
+    made = make_transport(verify_tls=verify_tls, ca_file=ca_file)
+    if isinstance(made, str):
+        return made
+    return client_over(made if transport is None else transport)
+
+
+def authorize(request: httpx.Request, auth: httpx.Auth | None) -> None:
+    """Credentials put on ``request`` as ``httpx.AsyncClient.send(request, auth=auth)`` puts them: ``auth``,
+    else the URL's user:password. Only single-step schemes (basic, bearer: all ptmon makes) are supported:
+    the flow is run to its first request, never fed a response."""
+    if auth is None:
+        url = request.url
+        if not url.userinfo:
+            return
+        auth = httpx.BasicAuth(url.username, url.password)
+    flow = auth.sync_auth_flow(request)
+    try:
+        next(flow)
+    finally:
+        flow.close()
+
+
+def redirect_request(request: httpx.Request, response: httpx.Response) -> httpx.Request:
+    """The GET that follows ``response``'s redirect, as ``httpx.AsyncClient`` builds it (its URL rules, the
+    Authorization header kept only on the same origin or an https upgrade of it, a new Host), minus cookies:
+    like Prometheus, a scraper keeps none."""
+    try:
+        url = httpx.URL(response.headers["Location"])
+    except httpx.InvalidURL as exc:
+        raise httpx.RemoteProtocolError(f"Invalid URL in location header: {exc}.", request=request) from None
+    old = request.url
+    if url.scheme and not url.host:
+        url = url.copy_with(host=old.host)
+    if url.is_relative_url:
+        url = old.join(url)
+    if old.fragment and not url.fragment:
+        url = url.copy_with(fragment=old.fragment)
+    headers = httpx.Headers(request.headers)
+    if origin(url) != origin(old):
+        if not (old.host == url.host and origin(old)[::2] == ("http", 80) and origin(url)[::2] == ("https", 443)):
+            headers.pop("Authorization", None)
+        headers["Host"] = url.netloc.decode("ascii")
+    headers.pop("Cookie", None)
+    return httpx.Request("GET", url, headers=headers, extensions=request.extensions)
+
+
+def origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with the scheme's default port filled in, as httpx compares origins."""
+    port = url.port
+    if port is None:
+        port = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, port

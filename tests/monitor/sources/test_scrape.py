@@ -272,6 +272,20 @@ async def test_health_before_any_scrape_is_unknown_and_carries_the_configured_ro
     assert isinstance(scraper, Source)
 
 
+async def test_health_of_a_target_not_scraped_since_is_the_same_object() -> None:
+    # The TUI reads health every poll; rows that did not change are not built again, and a reader can
+    # tell which did by identity.
+    scraper = Scraper([target("a"), target("b")], store=Store(), transport=httpx.MockTransport(ok))
+    async with scraper:
+        await scraper.scrape_once()
+        first = scraper.health()
+        assert scraper.health()[0] is first[0] and scraper.health()[1] is first[1]
+        await scraper._poll(scraper._states[1])  # noqa: SLF001 - one target's turn, as its loop takes it
+        a, b = scraper.health()
+    assert a is first[0]
+    assert b is not first[1] and b.last_scrape is not None and b.samples == first[1].samples == 3
+
+
 async def test_concurrency_cap_is_respected_in_a_round() -> None:
     in_flight = peak = 0
 
@@ -429,6 +443,46 @@ async def test_basic_auth_header_is_sent() -> None:
     async with scraper:
         await scraper.scrape_once()
     assert sorted(seen, key=str) == ["Basic " + base64.b64encode(b"user:pa:ss").decode(), None]
+
+
+async def test_a_targets_request_is_built_once_per_deadline_and_keeps_no_cookies() -> None:
+    # Building the GET (URL parsed, headers merged) and httpx's cookie upkeep on every scrape cost as much
+    # CPU as the HTTP itself; like Prometheus, a scraper sends the same request and keeps no cookies.
+    seen: list[httpx.Request] = []
+    cookies: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        cookies.append(request.headers.get("cookie"))
+        response = ok(request)
+        response.headers["set-cookie"] = "session=abc; Path=/"
+        return response
+
+    scraper = Scraper([target("a")], store=Store(), interval_s=1.0, transport=httpx.MockTransport(handler))
+    async with scraper:
+        await scraper.scrape_once()
+        await scraper.scrape_once()
+        scraper.set_interval(2.0)
+        await scraper.scrape_once()
+    assert seen[0] is seen[1] and seen[2] is not seen[1]
+    assert [r.headers["x-prometheus-scrape-timeout-seconds"] for r in seen] == ["0.8", "0.8", "1.6"]
+    assert seen[0].headers["accept-encoding"] == "gzip" and seen[0].headers["user-agent"] == "ptmon"
+    assert cookies == [None, None, None]
+    assert scraper.health()[0].up is True
+
+
+async def test_credentials_in_the_url_are_sent_as_basic_auth_as_httpx_sends_them() -> None:
+    seen: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return ok(request)
+
+    scraper = Scraper([Target("a", "http://user:p%40ss@a:9100/metrics")], store=Store(),
+                      transport=httpx.MockTransport(handler))
+    async with scraper:
+        await scraper.scrape_once()
+    assert seen == ["Basic " + base64.b64encode(b"user:p@ss").decode()]
 
 
 def test_bad_construction_is_refused() -> None:

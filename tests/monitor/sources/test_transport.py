@@ -8,6 +8,7 @@ connections the server saw, so reuse and reconnects are observed, not assumed.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import socket
 import threading
@@ -96,11 +97,11 @@ def _close_after_answer(h: BaseHTTPRequestHandler) -> None:
     h.close_connection = True  # says keep-alive (HTTP/1.1, no Connection: close), then hangs up
 
 
-async def _get(client: httpx.AsyncClient, url: str) -> tuple[int, bytes]:
+async def _get(client: httpx.AsyncClient, url: str, *, cap: int = 2**20) -> tuple[int, bytes]:
     request = client.build_request("GET", url, headers={"Accept-Encoding": "gzip"})
     response = await client.send(request, stream=True)
     try:
-        return response.status_code, await read_capped(response, 2**20)
+        return response.status_code, await read_capped(response, cap)
     finally:
         await response.aclose()
 
@@ -136,6 +137,30 @@ async def test_http10_body_until_close_takes_a_connection_per_request() -> None:
             assert await _get(client, url) == (200, BODY)
             assert await _get(client, url) == (200, BODY)
         assert (server.requests, server.connections) == (2, 2)
+
+
+async def test_bodies_read_at_once_over_many_connections_stay_whole_and_apart() -> None:
+    # Every connection of a transport reads its socket into one shared scratch buffer: bodies of several
+    # sizes (past the point where reading pauses) fetched together must each come back byte for byte.
+    sizes = [10, 70_000, 300_000, 1_500_000]
+
+    def body_of(size: int) -> bytes:
+        return (b"%d|" % size * size)[:size]  # which body it is, all through it
+
+    def sized(h: BaseHTTPRequestHandler) -> None:
+        size = int(h.path.rsplit("/", 1)[1])
+        body = body_of(size)
+        h.send_response(200)
+        h.send_header("Content-Length", str(size))
+        h.end_headers()
+        h.wfile.write(body)
+
+    with serve(_handler(sized, version="HTTP/1.1")) as server:
+        base = f"http://127.0.0.1:{server.server_port}/"
+        async with _client() as client:
+            for _ in range(2):  # the second round over the kept-alive connections
+                answers = await asyncio.gather(*(_get(client, base + str(n), cap=2**21) for n in sizes * 2))
+                assert [body for _, body in answers] == [body_of(n) for n in sizes * 2]
 
 
 async def test_a_kept_alive_connection_the_server_dropped_is_replaced_without_an_error() -> None:
