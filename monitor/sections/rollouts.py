@@ -9,6 +9,7 @@ source measured them.
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from typing import TypedDict
 
 from ptmon.exporters import schema
@@ -21,7 +22,7 @@ from ptmon.monitor.settings import MEDIAN_WINDOW_S, Thresholds, chart_step_s, me
 from ptmon.monitor.targets import KnownTarget
 from ptmon.monitor.window import Window, finite, rate_slots, sum_known
 
-__all__ = ["RolloutFields", "rollouts", "worker_status", "is_slow"]
+__all__ = ["RolloutFields", "rollouts", "rollout_steps", "worker_status", "is_slow"]
 
 _WORKER_ROLES = (schema.ROLE_ROLLOUT, schema.ROLE_ENGINE)
 _REWARD_SIGNED = (schema.ROLLOUT_REWARD_POSITIVE, schema.ROLLOUT_REWARD_NEGATIVE)
@@ -60,6 +61,17 @@ def worker_status(*, up: bool | None, rollouts_per_s: float | None, tokens_per_s
 
 
 def rollouts(ctx: Context) -> RolloutFields:
+    steps = rollout_steps(ctx)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def rollout_steps(ctx: Context) -> Generator[None, None, RolloutFields]:
+    """``rollouts`` in three steps (rows, chart, median: each a pass over every worker's series), yielding
+    between them (``build.build_steps``)."""
     workers = [t for t in ctx.targets if t.role in _WORKER_ROLES or ctx.rollout_series[t.name]]
     rates = ctx.rollouts_per_s
     rollout_rate = sum_known(rates[t.name] for t in workers)
@@ -67,13 +79,16 @@ def rollouts(ctx: Context) -> RolloutFields:
     if errors is None and rollout_rate is not None:
         errors = 0.0  # rollouts are counted and none of them is an error series: a known zero
     rows = _worker_rows(ctx, workers)
+    yield
     staleness = [v for r in rows if (v := r.staleness) is not None]
     served_chart = ctx.evaluated.rollout_rate_series if ctx.evaluated is not None else ()
+    median_10m = _median_10m(ctx)
+    yield
     return RolloutFields(
         workers=rows,
         rollout_rate_per_s=rollout_rate,
         rollout_tokens_per_s=ctx.fleet_rollout_tokens_per_s,
-        rollout_rate_median_10m=_median_10m(ctx),
+        rollout_rate_median_10m=median_10m,
         rollout_error_rate_per_s=errors,
         staleness_max=max(staleness) if staleness else None,
         staleness_mean=mean(staleness),
