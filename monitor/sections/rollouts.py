@@ -20,7 +20,7 @@ from ptmon.monitor.histograms import mean_parts
 from ptmon.monitor.sections.context import Context
 from ptmon.monitor.settings import MEDIAN_WINDOW_S, Thresholds, chart_step_s, median_slot_s
 from ptmon.monitor.targets import KnownTarget
-from ptmon.monitor.window import Window, finite, rate_slots, sum_known
+from ptmon.monitor.window import finite, rate_slot_sets, sum_known
 
 __all__ = ["RolloutFields", "rollouts", "rollout_steps", "worker_status", "is_slow"]
 
@@ -70,8 +70,8 @@ def rollouts(ctx: Context) -> RolloutFields:
 
 
 def rollout_steps(ctx: Context) -> Generator[None, None, RolloutFields]:
-    """``rollouts`` in three steps (rows, chart, median: each a pass over every worker's series), yielding
-    between them (``build.build_steps``)."""
+    """``rollouts`` in two steps (the rows, then the chart with its 10-minute median: each a pass over every
+    worker's series), yielding between them (``build.build_steps``)."""
     workers = [t for t in ctx.targets if t.role in _WORKER_ROLES or ctx.rollout_series[t.name]]
     rates = ctx.rollouts_per_s
     rollout_rate = sum_known(rates[t.name] for t in workers)
@@ -82,7 +82,7 @@ def rollout_steps(ctx: Context) -> Generator[None, None, RolloutFields]:
     yield
     staleness = [v for r in rows if (v := r.staleness) is not None]
     served_chart = ctx.evaluated.rollout_rate_series if ctx.evaluated is not None else ()
-    median_10m = _median_10m(ctx)
+    chart, median_10m = _chart_and_median(ctx)
     yield
     return RolloutFields(
         workers=rows,
@@ -92,7 +92,7 @@ def rollout_steps(ctx: Context) -> Generator[None, None, RolloutFields]:
         rollout_error_rate_per_s=errors,
         staleness_max=max(staleness) if staleness else None,
         staleness_mean=mean(staleness),
-        rollout_rate_series=prefer(served_chart or None, _rate_chart(ctx)) or (),
+        rollout_rate_series=prefer(served_chart or None, chart) or (),
     )
 
 
@@ -153,16 +153,14 @@ def _error_rate(ctx: Context) -> float | None:
         for n, series in ctx.rollout_series.items() if series)
 
 
-def _rate_chart(ctx: Context) -> tuple[Point, ...]:
-    step = chart_step_s(ctx.window_s, ctx.settings.interval_s)
-    slots = rate_slots((s for s in ctx.rollout_series.values() if s), ctx.w, step)
-    return tuple(p for p in slots if math.isfinite(p[1]))
-
-
-def _median_10m(ctx: Context) -> float | None:
-    """The fleet rate's median over slots of the last 10 minutes (the rate-drop alert's reference)."""
+def _chart_and_median(ctx: Context) -> tuple[tuple[Point, ...], float | None]:
+    """The rate chart's slots over the window, and the fleet rate's median over slots of the last 10 minutes
+    (the rate-drop alert's reference): one pass over the rollout series for both."""
     end = ctx.w.end
-    slots = rate_slots((s for s in ctx.rollout_series.values() if s), Window(end - MEDIAN_WINDOW_S, end),
-                       median_slot_s(ctx.settings.interval_s))
+    chart, slots = rate_slot_sets(
+        (s for s in ctx.rollout_series.values() if s),
+        ((ctx.w.start, end, chart_step_s(ctx.window_s, ctx.settings.interval_s)),
+         (end - MEDIAN_WINDOW_S, end, median_slot_s(ctx.settings.interval_s))))
     finite_slots = [p for p in slots if math.isfinite(p[1])]
-    return median(v for _, v in finite_slots) if len(finite_slots) >= 3 else None
+    median_10m = median(v for _, v in finite_slots) if len(finite_slots) >= 3 else None
+    return tuple(p for p in chart if math.isfinite(p[1])), median_10m

@@ -312,6 +312,39 @@ def main(argv: list[str] | None = None) -> None:
               "(tracemalloc, 10 targets, every series wrapped)")
 
 
+def longest_block(side: dict[str, Any], *, window: float) -> float:
+    """The longest the event loop waits during one build as ``LiveFeed`` runs it (``build_steps`` between
+    turns of the loop), measured by a task that takes a turn whenever it can; a version without steps
+    blocks the loop for its whole build."""
+    import asyncio
+
+    from ptmon.monitor.build import build_steps
+    from ptmon.monitor.live import _yielding
+
+    async def run() -> float:
+        longest, last = 0.0, time.perf_counter()
+        done = False
+
+        async def ticker() -> None:
+            nonlocal longest, last
+            while not done:
+                t = time.perf_counter()
+                longest, last = max(longest, t - last), t
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        last = time.perf_counter()
+        await _yielding(build_steps(side["store"], (), side["settings"], now=side["now"], window_s=window,
+                                    evals=side["log"]))
+        done = True
+        longest = max(longest, time.perf_counter() - last)
+        await task
+        return longest
+
+    return min(asyncio.run(run()) for _ in range(3))
+
+
 def _print_steady(sides: list[dict[str, Any]], args: argparse.Namespace) -> None:
     steady(sides, window=args.window, polls=args.steady)
     series = sum(side["store"].series_count(t) for side in sides[-1:] for t in side["store"].targets())
@@ -321,6 +354,9 @@ def _print_steady(sides: list[dict[str, Any]], args: argparse.Namespace) -> None
     for side in sides:
         print(f"steady build_dashboard {side['code'].label:>24}: {side['steady'] * 1e3:9.2f} ms  "
               f"({side['steady'] / after:5.2f}x now's time)")
+    block = longest_block(sides[-1], window=args.window)
+    print(f"longest event-loop wait in one build as LiveFeed runs it: now {block * 1e3:.1f} ms "
+          f"(a build without steps blocks it for the whole build, above)")
 
 
 if __name__ == "__main__":
