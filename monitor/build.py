@@ -17,9 +17,9 @@ derived from them.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, get_type_hints
 
 from ptmon.monitor.dashboard import Dashboard, TargetHealth
 from ptmon.monitor.evals import Baseline, EvalLog, observe_evals
@@ -36,11 +36,10 @@ from ptmon.monitor.sections.rollouts import rollout_steps
 from ptmon.monitor.sections.sync import weight_sync
 from ptmon.monitor.sections.trainer import trainer
 from ptmon.monitor.settings import Settings
+from ptmon.monitor.steps import Steps, run_steps
 from ptmon.monitor.store import Store
 
 __all__ = ["build_dashboard", "build_steps", "run_steps", "Baseline", "EvalLog", "observe_evals"]
-
-T = TypeVar("T")
 
 
 def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
@@ -61,25 +60,15 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
                                  evals=evals, evaluated=evaluated, rates_since=rates_since))
 
 
-def run_steps(steps: Generator[None, None, T]) -> T:
-    """Run ``build_steps`` (or any such generator) to its end, without stopping: its return value."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
-
-
 def build_steps(store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
                 window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
                 evaluated: Evaluated | None = None, rates_since: float | None = None
-                ) -> Generator[None, None, Dashboard]:
+                ) -> Steps[Dashboard]:
     """``build_dashboard`` in steps: it yields between sections (and inside the costly ones) and returns
     the Dashboard, so a caller on an event loop can let scrapes run in between (``LiveFeed``) instead of
     blocking them for the whole build (hundreds of ms at 64 targets of 1,000 series). Same arguments."""
-    ctx = Context(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals,
-                  evaluated=evaluated, rates_since=rates_since)
-    yield
+    ctx = yield from Context.steps(store, health, settings, now=now, window_s=window_s, baseline=baseline,
+                                   evals=evals, evaluated=evaluated, rates_since=rates_since)
     spend = cost(ctx)
     ipd = intelligence(ctx)
     yield

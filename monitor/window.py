@@ -20,9 +20,10 @@ from typing import Any
 
 from ptmon.monitor.dashboard import Point
 from ptmon.monitor.derive import in_window, span_rate, span_raw_increase
+from ptmon.monitor.steps import Steps, run_steps
 from ptmon.monitor.store import Series, Span, Store
 
-__all__ = ["Window", "series_of", "rate_slots", "rate_slot_sets", "sum_known", "finite"]
+__all__ = ["Window", "series_of", "rate_slots", "rate_slot_sets", "rate_slot_steps", "sum_known", "finite"]
 
 _MISSING = object()
 
@@ -148,6 +149,12 @@ def rate_slot_sets(per_target: Iterable[list[Series]], specs: Sequence[tuple[flo
                    ) -> list[list[Point]]:
     """``rate_slots`` over several ``(start, end, step)`` at once (the chart and the 10-minute median): each
     series' columns are copied once for all of them, the same numbers as one ``rate_slots`` each."""
+    return run_steps(rate_slot_steps(per_target, specs))
+
+
+def rate_slot_steps(per_target: Iterable[list[Series]], specs: Sequence[tuple[float, float, float]]
+                    ) -> Steps[list[list[Point]]]:
+    """``rate_slot_sets`` in steps, one per target (``ptmon.monitor.steps``)."""
     grids = [_bounds(start, end, step) for start, end, step in specs]
     totals = [[0.0] * (len(b) - 1) for b in grids]
     seen = [[False] * (len(b) - 1) for b in grids]
@@ -159,6 +166,7 @@ def rate_slot_sets(per_target: Iterable[list[Series]], specs: Sequence[tuple[flo
                 if slot_dt[k] > 0:
                     tot[k] += slot_inc[k] / slot_dt[k]
                     sn[k] = True
+        yield
     return [[(b[k + 1], tot[k]) for k in range(len(tot)) if sn[k]] for b, tot, sn in zip(grids, totals, seen,
                                                                                           strict=True)]
 

@@ -9,7 +9,6 @@ source measured them.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
 from typing import TypedDict
 
 from ptmon.exporters import schema
@@ -19,8 +18,9 @@ from ptmon.monitor.evaluated import prefer
 from ptmon.monitor.histograms import mean_parts
 from ptmon.monitor.sections.context import Context
 from ptmon.monitor.settings import MEDIAN_WINDOW_S, Thresholds, chart_step_s, median_slot_s
+from ptmon.monitor.steps import Steps, run_steps
 from ptmon.monitor.targets import KnownTarget
-from ptmon.monitor.window import finite, rate_slot_sets, sum_known
+from ptmon.monitor.window import finite, rate_slot_steps, sum_known
 
 __all__ = ["RolloutFields", "rollouts", "rollout_steps", "worker_status", "is_slow"]
 
@@ -61,15 +61,10 @@ def worker_status(*, up: bool | None, rollouts_per_s: float | None, tokens_per_s
 
 
 def rollouts(ctx: Context) -> RolloutFields:
-    steps = rollout_steps(ctx)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    return run_steps(rollout_steps(ctx))
 
 
-def rollout_steps(ctx: Context) -> Generator[None, None, RolloutFields]:
+def rollout_steps(ctx: Context) -> Steps[RolloutFields]:
     """``rollouts`` in two steps (the rows, then the chart with its 10-minute median: each a pass over every
     worker's series), yielding between them (``build.build_steps``)."""
     workers = [t for t in ctx.targets if t.role in _WORKER_ROLES or ctx.rollout_series[t.name]]
@@ -78,12 +73,10 @@ def rollout_steps(ctx: Context) -> Generator[None, None, RolloutFields]:
     errors = prefer(ctx.served("rollout_errors"), _error_rate(ctx))
     if errors is None and rollout_rate is not None:
         errors = 0.0  # rollouts are counted and none of them is an error series: a known zero
-    rows = _worker_rows(ctx, workers)
-    yield
+    rows = yield from _worker_rows(ctx, workers)
     staleness = [v for r in rows if (v := r.staleness) is not None]
     served_chart = ctx.evaluated.rollout_rate_series if ctx.evaluated is not None else ()
-    chart, median_10m = _chart_and_median(ctx)
-    yield
+    chart, median_10m = yield from _chart_and_median(ctx)
     return RolloutFields(
         workers=rows,
         rollout_rate_per_s=rollout_rate,
@@ -96,7 +89,7 @@ def rollout_steps(ctx: Context) -> Generator[None, None, RolloutFields]:
     )
 
 
-def _worker_rows(ctx: Context, workers: list[KnownTarget]) -> tuple[WorkerRow, ...]:
+def _worker_rows(ctx: Context, workers: list[KnownTarget]) -> Steps[tuple[WorkerRow, ...]]:
     rates = ctx.rollouts_per_s
     known = [r for t in workers if (r := rates[t.name]) is not None]
     # The median of every worker's rate, down ones too while their samples are in the window (as in
@@ -124,6 +117,7 @@ def _worker_rows(ctx: Context, workers: list[KnownTarget]) -> tuple[WorkerRow, .
         rows.append(WorkerRow(name=n, role=t.role or schema.ROLE_ROLLOUT, up=t.health.up, rollouts_per_s=rate,
                               tokens_per_s=tokens, policy_version=version, staleness=staleness,
                               mean_reward=finite(reward_sum / reward_n) if reward_n > 0 else None, status=status))
+        yield
     return tuple(rows)
 
 
@@ -153,11 +147,11 @@ def _error_rate(ctx: Context) -> float | None:
         for n, series in ctx.rollout_series.items() if series)
 
 
-def _chart_and_median(ctx: Context) -> tuple[tuple[Point, ...], float | None]:
+def _chart_and_median(ctx: Context) -> Steps[tuple[tuple[Point, ...], float | None]]:
     """The rate chart's slots over the window, and the fleet rate's median over slots of the last 10 minutes
-    (the rate-drop alert's reference): one pass over the rollout series for both."""
+    (the rate-drop alert's reference): one pass over the rollout series for both, a step per target."""
     end = ctx.w.end
-    chart, slots = rate_slot_sets(
+    chart, slots = yield from rate_slot_steps(
         (s for s in ctx.rollout_series.values() if s),
         ((ctx.w.start, end, chart_step_s(ctx.window_s, ctx.settings.interval_s)),
          (end - MEDIAN_WINDOW_S, end, median_slot_s(ctx.settings.interval_s))))
