@@ -243,8 +243,8 @@ def _side(c: Code, *, workers: int, history: int, window: float, envs: int = 0,
 
 def steady(sides: list[dict[str, Any]], *, window: float, polls: int) -> None:
     """The live loop's build: one new scrape into every target, then one build, ``polls`` times, the
-    sides interleaved poll by poll (the scrape untimed: only the build is); each side's mean per build in
-    ``side["steady"]``. Every poll's Dashboards must agree, or the run stops."""
+    sides interleaved poll by poll (the scrape untimed: only the build is, in CPU seconds); each side's mean
+    per build in ``side["steady"]``. Every poll's Dashboards must agree, or the run stops."""
     for side in sides:
         side["steady"] = 0.0
     for k in range(1, polls + 1):
@@ -253,10 +253,10 @@ def steady(sides: list[dict[str, Any]], *, window: float, polls: int) -> None:
             c, now = side["code"], side["now"] + k
             scrape(side["store"], side["gens"], now)
             side["log"] = c.observe_evals(side["store"], side["settings"], previous=side["log"])
-            t0 = time.perf_counter()
+            t0 = time.process_time()  # CPU, not wall: on a shared machine the wall clock counts others' turns
             built.append(c.build_dashboard(side["store"], (), side["settings"], now=now, window_s=window,
                                            evals=side["log"]))
-            side["steady"] += (time.perf_counter() - t0) / polls
+            side["steady"] += (time.process_time() - t0) / polls
         for side, d in zip(sides[:-1], built, strict=False):
             if differ := same_numbers(d, built[-1]):
                 raise SystemExit(f"poll {k}: {side['code'].label} and now differ:\n" + "\n".join(differ))
