@@ -19,6 +19,7 @@ from ptmon.monitor.histograms import mean_parts
 from ptmon.monitor.sections.context import Context
 from ptmon.monitor.settings import MEDIAN_WINDOW_S, Thresholds, chart_step_s, median_slot_s
 from ptmon.monitor.steps import Steps, run_steps
+from ptmon.monitor.store import Series
 from ptmon.monitor.targets import KnownTarget
 from ptmon.monitor.window import finite, rate_slot_steps, sum_known
 
@@ -95,6 +96,7 @@ def _worker_rows(ctx: Context, workers: list[KnownTarget]) -> Steps[tuple[Worker
     # The median of every worker's rate, down ones too while their samples are in the window (as in
     # PromQL's sum(rate(x[window])) until they leave the range): what "slow" compares against.
     typical = median(known) if len(known) >= 2 else None
+    published = _published(ctx)
     rows: list[WorkerRow] = []
     for t in workers:
         n = t.name
@@ -103,7 +105,7 @@ def _worker_rows(ctx: Context, workers: list[KnownTarget]) -> Steps[tuple[Worker
             tokens = ctx.engine_tokens_per_s[n]
         sample = None if t.down else _worker_version(ctx, n)
         version = None if sample is None else sample[1]
-        pv = None if sample is None else _trainer_version_at(ctx, sample[0])
+        pv = None if sample is None else _trainer_version_at(published, sample[0])
         staleness = None if version is None or pv is None else max(0.0, pv - version)
         reward_sum, reward_n = mean_parts(ctx.store, n, schema.ROLLOUT_REWARD, ctx.w, signed=_REWARD_SIGNED)
         rate, tokens = rates[n], finite(tokens)
@@ -130,14 +132,20 @@ def _worker_version(ctx: Context, target: str) -> tuple[float, float] | None:
     return min(samples, key=lambda p: p[1]) if samples else None
 
 
-def _trainer_version_at(ctx: Context, t: float) -> float | None:
+def _trainer_version_at(published: list[Series], t: float) -> float | None:
     """The trainer's published version at (or just before) ``t``, from the stored history: each worker is
     compared with the trainer as it was when the worker's own sample was taken. Against the trainer's latest
     sample instead, a trainer scraped after the worker reads every version published in between as lag (at
-    a version a second, a healthy fleet read "15 versions behind"). None before the trainer's first sample."""
-    versions = [sp.last_v for k in ctx.live for s in ctx.series(k.name, (schema.POLICY_VERSION.name,))
-                if (sp := s.span(None, t)) is not None]
+    a version a second, a healthy fleet read "15 versions behind"). None before the trainer's first sample.
+    ``published``: every live target's policy-version series (``_published``)."""
+    versions = [sp.last_v for s in published if (sp := s.span(None, t)) is not None]
     return max(versions) if versions else None
+
+
+def _published(ctx: Context) -> list[Series]:
+    """Every live target's policy-version series: looked up once per build, not once per worker (at 64
+    targets, 4,096 lookups a build)."""
+    return [s for k in ctx.live for s in ctx.series(k.name, (schema.POLICY_VERSION.name,))]
 
 
 def _error_rate(ctx: Context) -> float | None:

@@ -244,19 +244,26 @@ def _side(c: Code, *, workers: int, history: int, window: float, envs: int = 0,
 def steady(sides: list[dict[str, Any]], *, window: float, polls: int) -> None:
     """The live loop's build: one new scrape into every target, then one build, ``polls`` times, the
     sides interleaved poll by poll (the scrape untimed: only the build is, in CPU seconds); each side's mean
-    per build in ``side["steady"]``. Every poll's Dashboards must agree, or the run stops."""
+    per build in ``side["steady"]``, garbage collection held off while a build is timed. Every poll's
+    Dashboards must agree, or the run stops."""
     for side in sides:
         side["steady"] = 0.0
+    # The filled stores are millions of objects: without this a collection of them lands in whichever build
+    # happens to trigger it, and its 0.1-0.5 s swamp the difference being measured.
+    gc.collect()
+    gc.freeze()
     for k in range(1, polls + 1):
         built = []
         for side in sides:
             c, now = side["code"], side["now"] + k
             scrape(side["store"], side["gens"], now)
             side["log"] = c.observe_evals(side["store"], side["settings"], previous=side["log"])
+            gc.disable()
             t0 = time.process_time()  # CPU, not wall: on a shared machine the wall clock counts others' turns
             built.append(c.build_dashboard(side["store"], (), side["settings"], now=now, window_s=window,
                                            evals=side["log"]))
             side["steady"] += (time.process_time() - t0) / polls
+            gc.enable()
         for side, d in zip(sides[:-1], built, strict=False):
             if differ := same_numbers(d, built[-1]):
                 raise SystemExit(f"poll {k}: {side['code'].label} and now differ:\n" + "\n".join(differ))
