@@ -15,7 +15,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
-from operator import add, gt, itemgetter, sub
+from operator import add, itemgetter, sub
 from typing import Any
 
 from ptmon.monitor.dashboard import Point
@@ -213,21 +213,9 @@ def _target_slots(series: list[Series], lo: float, hi: float, specs: Sequence[tu
                 picked = lay.pick(times)
                 lay.dt = list(map(max, lay.dt, map(sub, islice(picked, 1, None), picked)))
             picked = lay.pick(values)
-            if _restarted(picked):  # the counter went on from zero
-                incs = [d if d >= 0 else v for d, v in zip(map(sub, islice(picked, 1, None), picked),
-                                                           islice(picked, 1, None), strict=False)]
-                lay.inc = list(map(add, lay.inc, incs))
-            else:  # the usual case: each slot's increase added as it is taken, no list of them
-                lay.inc = list(map(add, lay.inc, map(sub, islice(picked, 1, None), picked)))
+            incs = list(map(sub, islice(picked, 1, None), picked))
+            if min(incs) < 0:  # a restart: the counter went on from zero
+                incs = [d if d >= 0 else v for d, v in zip(incs, islice(picked, 1, None), strict=False)]
+            lay.inc = list(map(add, lay.inc, incs))
     return [(lay.inc, lay.dt) for lay in layouts]
 
-
-def _restarted(picked: tuple[float, ...]) -> bool:
-    """Whether the increases between picks need the reset rule: exactly ``min(increases) < 0``, which is
-    false when the first increase is NaN (``min`` then keeps it), else true when any pick falls below the
-    one before it (a drop is a negative increase; a NaN compares false both ways). No list of increases is
-    made for the common case: one comparison pass in C."""
-    first = picked[1] - picked[0]
-    if first != first:  # NaN
-        return False
-    return first < 0 or any(map(gt, picked, islice(picked, 1, None)))

@@ -61,16 +61,3 @@ def _same(x: list[list[tuple[float, float]]], y: list[list[tuple[float, float]]]
         len(p) == len(q) and all(a[0] == b[0] and (a[1] == b[1] or (math.isnan(a[1]) and math.isnan(b[1])))
                                  for a, b in zip(p, q, strict=True)) for p, q in zip(x, y, strict=True))
 
-
-_PICK = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just(math.nan), st.just(math.inf),
-                  st.integers(0, 5).map(float))
-
-
-@given(st.lists(_PICK, min_size=2, max_size=12))
-def test_restarted_is_exactly_min_of_the_increases_below_zero(picked: list[float]) -> None:
-    from operator import sub
-
-    from ptmon.monitor.window import _restarted
-
-    increases = list(map(sub, picked[1:], picked))
-    assert _restarted(tuple(picked)) == (min(increases) < 0)
