@@ -177,15 +177,26 @@ def _bounds(start: float, end: float, step: float) -> list[float]:
 
 
 class _Layout:
-    """One window's slot bounds as physical picks into the columns of a target's series of one layout."""
+    """One window's slot bounds as picks into the columns of a target's series of one layout: ``rel``, the
+    index of the point picked at each bound among the window's points (what ``key`` decides, as in a
+    single window), and ``pick``, those indices offset by ``at`` (where the window starts in the columns
+    copied, which a series with earlier points moves)."""
 
-    __slots__ = ("key", "pick", "inc", "dt")
+    __slots__ = ("key", "rel", "at", "pick", "inc", "dt")
 
     def __init__(self, n: int) -> None:
         self.key: tuple[int, float, float] | None = None
+        self.rel: tuple[int, ...] = ()
+        self.at = -1
         self.pick: itemgetter[Any] = itemgetter(0)
         self.inc = [0.0] * n
         self.dt = [0.0] * n
+
+    def offset(self, at: int) -> itemgetter[Any]:
+        if at != self.at:
+            self.at = at
+            self.pick = itemgetter(*(at + r for r in self.rel))
+        return self.pick
 
 
 def _target_slots(series: list[Series], lo: float, hi: float, specs: Sequence[tuple[float, float, float]],
@@ -209,10 +220,11 @@ def _target_slots(series: list[Series], lo: float, hi: float, specs: Sequence[tu
                 lay.key = key
                 # The last point at or before each bound (none before: the window's first), in C for
                 # every series of the layout.
-                lay.pick = itemgetter(*(max(min(bisect_right(times, b), e) - 1, a) for b in bounds))
-                picked = lay.pick(times)
+                lay.rel = tuple(max(min(bisect_right(times, b), e) - 1, a) - a for b in bounds)
+                lay.at = -1
+                picked = lay.offset(a)(times)
                 lay.dt = list(map(max, lay.dt, map(sub, islice(picked, 1, None), picked)))
-            picked = lay.pick(values)
+            picked = lay.offset(a)(values)
             incs = list(map(sub, islice(picked, 1, None), picked))
             if min(incs) < 0:  # a restart: the counter went on from zero
                 incs = [d if d >= 0 else v for d, v in zip(incs, islice(picked, 1, None), strict=False)]

@@ -226,7 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if child.stdin:
             child.stdin.close()
-        child.wait(timeout=10)
+        try:
+            child.wait(timeout=60)  # 64 servers closing on a loaded machine take a while
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
 
     print(f"{'phase':<8}{'CPU s':>8}{'wall s':>8}{'% of a core':>13}{'polls':>7}{'targets up':>12}{'rollouts/s':>12}")
     for name, r in results.items():
