@@ -32,13 +32,14 @@ from ptmon.monitor.sections.identity import identity
 from ptmon.monitor.sections.intelligence import budget, intelligence
 from ptmon.monitor.sections.loops import loop
 from ptmon.monitor.sections.policy import policy_progress
-from ptmon.monitor.sections.rollouts import rollouts
+from ptmon.monitor.sections.rollouts import rollout_steps
 from ptmon.monitor.sections.sync import weight_sync
 from ptmon.monitor.sections.trainer import trainer
 from ptmon.monitor.settings import Settings
+from ptmon.monitor.steps import Steps, run_steps
 from ptmon.monitor.store import Store
 
-__all__ = ["build_dashboard", "Baseline", "EvalLog", "observe_evals"]
+__all__ = ["build_dashboard", "build_steps", "run_steps", "Baseline", "EvalLog", "observe_evals"]
 
 
 def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
@@ -55,14 +56,32 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     ``rates_since``: the last change of the scrape interval; rates use no sample before it (samples of two
     spacings make PromQL's extrapolation read low), as a fresh monitor's rates start at its first scrape.
     """
-    ctx = Context(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals,
-                  evaluated=evaluated, rates_since=rates_since)
-    spend, ipd = cost(ctx), intelligence(ctx)
+    return run_steps(build_steps(store, health, settings, now=now, window_s=window_s, baseline=baseline,
+                                 evals=evals, evaluated=evaluated, rates_since=rates_since))
+
+
+def build_steps(store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
+                window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
+                evaluated: Evaluated | None = None, rates_since: float | None = None
+                ) -> Steps[Dashboard]:
+    """``build_dashboard`` in steps: it yields between sections (and inside the costly ones) and returns
+    the Dashboard, so a caller on an event loop can let scrapes run in between (``LiveFeed``) instead of
+    blocking them for the whole build (hundreds of ms at 64 targets of 1,000 series). Same arguments."""
+    ctx = yield from Context.steps(store, health, settings, now=now, window_s=window_s, baseline=baseline,
+                                   evals=evals, evaluated=evaluated, rates_since=rates_since)
+    spend = cost(ctx)
+    ipd = intelligence(ctx)
+    yield
+    ident, train, loops, policy, sync = identity(ctx), trainer(ctx), loop(ctx), policy_progress(ctx), weight_sync(ctx)
+    yield
+    fleet = yield from rollout_steps(ctx)
+    yield
+    gpus, fw = engines(ctx), framework(ctx)
     return _known_numbers(Dashboard(
         now=now, window_s=window_s, interval_s=settings.interval_s,
-        **identity(ctx), **trainer(ctx), **loop(ctx), **policy_progress(ctx), **weight_sync(ctx),
-        **rollouts(ctx), **engines(ctx), **spend, **ipd, **budget(ipd, spend["burn_dollars_per_hour"], settings),
-        **framework(ctx),
+        **ident, **train, **loops, **policy, **sync,
+        **fleet, **gpus, **spend, **ipd, **budget(ipd, spend["burn_dollars_per_hour"], settings),
+        **fw,
     ))
 
 

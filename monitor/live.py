@@ -9,14 +9,15 @@ asking for one never waits on a target.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 
 import httpx
 
 from ptmon.monitor.alerts import evaluate
-from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, observe_evals
+from ptmon.monitor.build import Baseline, EvalLog, build_steps, observe_evals
 from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
 from ptmon.monitor.detail import ScrapeLog, TargetDetail, build_detail
 from ptmon.monitor.evaluated import Evaluated
@@ -30,6 +31,10 @@ from ptmon.monitor.store import Store
 
 __all__ = ["LiveFeed"]
 
+# The longest the build runs before it lets the event loop go (scrapes waiting on their sockets and timers):
+# at 64 targets of 1,000 series a build takes hundreds of ms, which held every scrape up and timed some out.
+# Small fleets never reach it, so their builds run in one go, as before.
+YIELD_AFTER_S = 0.02
 _DETAIL_KEPT = 3  # Dashboards a detail is still built with after it was last asked for (the screen asks each second)
 
 
@@ -95,9 +100,9 @@ class LiveFeed:
         self._evals = observe_evals(self.store, settings, previous=self._evals)
         health, now = self._scraper.health(), self._clock()
         self._scrapes.observe(health)
-        d = build_dashboard(self.store, health, settings, now=now, window_s=window_s,
-                            baseline=self._baseline, evals=self._evals, evaluated=self._evaluated(window_s),
-                            rates_since=self._rates_since)
+        d = await _yielding(build_steps(self.store, health, settings, now=now, window_s=window_s,
+                                        baseline=self._baseline, evals=self._evals,
+                                        evaluated=self._evaluated(window_s), rates_since=self._rates_since))
         self._alerts = evaluate(d, settings.thresholds, previous=self._alerts, marginal_k=settings.marginal_k)
         rows = {w.name: w for w in d.workers}
         self._details = {(name, ws): self._build_detail(name, ws, health, now, rows.get(name))
@@ -146,6 +151,24 @@ class LiveFeed:
 
     async def aclose(self) -> None:
         await self._scraper.aclose()
+
+
+async def _yielding(steps: Generator[None, None, Dashboard]) -> Dashboard:
+    """Run the build's steps, giving the event loop a turn whenever ``YIELD_AFTER_S`` has gone by since the
+    last one. A scrape stored in between carries a later time than the build's ``now``: it lies outside
+    every window (rates, increases, quantiles, the chart); only a latest-value read of a later section (a
+    gauge's last value) can see it, one scrape newer than an earlier section's. Builds of small fleets
+    never reach the budget and see one store state, as before."""
+    clock = time.perf_counter
+    since = clock()
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        if clock() - since >= YIELD_AFTER_S:
+            await asyncio.sleep(0)
+            since = clock()
 
 
 def _direct(settings: Settings, *, store: Store, transport: httpx.AsyncBaseTransport | None,

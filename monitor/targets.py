@@ -15,7 +15,7 @@ from ptmon.exporters import schema
 from ptmon.monitor.dashboard import TargetHealth
 from ptmon.monitor.roles import detect_role, run_info_names
 from ptmon.monitor.settings import Settings
-from ptmon.monitor.store import Store
+from ptmon.monitor.store import Series, Store
 
 __all__ = ["KnownTarget", "target_roles", "known_targets", "run_start"]
 
@@ -74,8 +74,20 @@ def run_start(store: Store, targets: Sequence[KnownTarget], now: float) -> float
     """
     for group in ([t for t in targets if t.role == schema.ROLE_TRAINER], targets):
         times = [v for t in group for name in _CREATED for s in store.series(t.name, name)
-                 if (sp := s.span()) is not None
-                 for v in (sp.first_v, sp.last_v) if math.isfinite(v) and 0 < v <= now]
+                 for v in _finite_ends(s) if 0 < v <= now]
         if times:
             return min(times)
     return None
+
+
+def _finite_ends(series: Series) -> tuple[float, ...]:
+    """The first and the last finite value held (``Series.span``'s ends) without a ``span``: a creation
+    time is a gauge, and a span would build it a counter-reset index to keep up on every later read."""
+    _, values = series.columns()
+    if not values:
+        return ()
+    first, last = values[0], values[-1]
+    if math.isfinite(first) and math.isfinite(last):
+        return first, last
+    finite = [v for v in values if math.isfinite(v)]
+    return (finite[0], finite[-1]) if finite else ()

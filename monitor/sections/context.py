@@ -25,6 +25,7 @@ from ptmon.monitor.evals import Baseline, EvalLog, observe_evals
 from ptmon.monitor.evaluated import Evaluated, prefer
 from ptmon.monitor.pricing import CostSeries, cost_series
 from ptmon.monitor.settings import Settings, evaluated_max_age_s
+from ptmon.monitor.steps import Steps, run_steps
 from ptmon.monitor.store import Series, Store
 from ptmon.monitor.targets import KnownTarget, known_targets
 from ptmon.monitor.window import Window, finite, sum_known
@@ -68,6 +69,26 @@ class Context:
     def __init__(self, store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
                  window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
                  evaluated: Evaluated | None = None, rates_since: float | None = None) -> None:
+        self._inputs(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals,
+                     evaluated=evaluated, rates_since=rates_since)
+        run_steps(_share_rates(self))
+        _share_cost(self)
+
+    @classmethod
+    def steps(cls, store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
+              window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
+              evaluated: Evaluated | None = None, rates_since: float | None = None) -> Steps[Context]:
+        """The same Context, made in steps (a target's rates each): ``build.build_steps``."""
+        ctx = cls.__new__(cls)
+        ctx._inputs(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals,
+                    evaluated=evaluated, rates_since=rates_since)
+        yield from _share_rates(ctx)
+        _share_cost(ctx)
+        return ctx
+
+    def _inputs(self, store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
+                window_s: float, baseline: Baseline | None, evals: EvalLog | None, evaluated: Evaluated | None,
+                rates_since: float | None) -> None:
         self.store = store
         self.settings = settings
         self.now = now
@@ -89,8 +110,6 @@ class Context:
         self.w = Window(now - window_s, now,
                         coverage={n: max(t0 - settings.interval_s / 2, since) for n, t0 in self.firsts.items()})
         self._present = {}
-        _share_rates(self)
-        _share_cost(self)
 
     # --- reading the store -------------------------------------------------------------------------
 
@@ -131,21 +150,21 @@ class Context:
         return None if self.evaluated is None else self.evaluated.per_target(key).get(target)
 
 
-def _share_rates(ctx: Context) -> None:
+def _share_rates(ctx: Context) -> Steps[None]:
     """The trainer's policy version, and each target's rollouts/s, rollout tokens/s and engine tokens/s
-    (the server's answer where it gave one) with the fleet's token totals."""
+    (the server's answer where it gave one) with the fleet's token totals; a step per target."""
     w = ctx.w
     versions = ctx.live_lasts((schema.POLICY_VERSION.name,))
     ctx.policy_version = max(versions) if versions else None  # the highest a live target reports
     ctx.rollout_series = {n: ctx.series(n, exposed.ROLLOUTS) for n in ctx.names}
-    ctx.rollouts_per_s = {n: prefer(ctx.served_by("rollouts", n), finite(w.rate_sum(n, series)))
-                          for n, series in ctx.rollout_series.items()}
-    ctx.rollout_tokens_per_s = {
-        n: prefer(ctx.served_by("rollout_tokens", n), w.rate_sum(n, ctx.series(n, exposed.ROLLOUT_TOKENS)))
-        for n in ctx.names}
-    ctx.engine_tokens_per_s = {
-        n: prefer(ctx.served_by("engine_tokens", n), w.rate_sum(n, ctx.series(n, exposed.ENGINE_TOKENS)))
-        for n in ctx.names}
+    ctx.rollouts_per_s, ctx.rollout_tokens_per_s, ctx.engine_tokens_per_s = {}, {}, {}
+    for n, series in ctx.rollout_series.items():
+        ctx.rollouts_per_s[n] = prefer(ctx.served_by("rollouts", n), finite(w.rate_sum(n, series)))
+        ctx.rollout_tokens_per_s[n] = prefer(ctx.served_by("rollout_tokens", n),
+                                             w.rate_sum(n, ctx.series(n, exposed.ROLLOUT_TOKENS)))
+        ctx.engine_tokens_per_s[n] = prefer(ctx.served_by("engine_tokens", n),
+                                            w.rate_sum(n, ctx.series(n, exposed.ENGINE_TOKENS)))
+        yield
     ctx.fleet_rollout_tokens_per_s = sum_known(ctx.rollout_tokens_per_s.values())
     ctx.fleet_engine_tokens_per_s = sum_known(ctx.engine_tokens_per_s.values())
 

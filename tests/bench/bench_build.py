@@ -44,6 +44,7 @@ class Code:
 
     label: str
     schema: Any
+    parse: Any
     Sample: Any
     Store: Any
     Settings: Any
@@ -64,7 +65,8 @@ def _code(label: str, module: Callable[[str], ModuleType]) -> Code:
                 return found
         raise SystemExit(f"{label}: no {name} in any of {_EVAL_MODULES}")
 
-    return Code(label, module("exporters.schema"), module("monitor.parse").Sample, module("monitor.store").Store,
+    parse = module("monitor.parse")
+    return Code(label, module("exporters.schema"), parse, parse.Sample, module("monitor.store").Store,
                 module("monitor.settings").Settings, module("monitor.derive").in_window, find("EvalLog"),
                 find("observe_evals"), find("build_dashboard"))
 
@@ -110,22 +112,66 @@ def _worker(c: Code, i: int) -> Callable[[float], list[Any]]:
     return gen
 
 
+def _wide_worker(c: Code, i: int, envs: int) -> Callable[[float], list[Any]]:
+    """A worker page of about 45 samples per env, as a RolloutExporter's: rollouts by outcome, tokens, the
+    seconds and reward histograms (buckets, sum, count) and their ``_created`` gauges, which nothing reads."""
+    schema, S = c.schema, c.Sample
+    names = [f"env{k:03d}" for k in range(envs)]
+    sec, rew = schema.ROLLOUT_SECONDS, schema.ROLLOUT_REWARD
+    fixed = [(sec.bucket, {"env": e, "le": str(le)}, j + 1) for e in names
+             for j, le in enumerate(schema.ROLLOUT_SECONDS_BUCKETS)]
+    fixed += [(rew.bucket, {"env": e, "le": str(le)}, j + 1) for e in names
+              for j, le in enumerate(schema.DEFAULT_REWARD_BUCKETS)]
+    fixed += [(n, {"env": e}, 20) for e in names for n in (sec.count, rew.count, sec.bucket, rew.bucket)
+              if not n.endswith("_bucket")]
+    fixed += [(n + "_created", {"env": e}, 0) for e in names
+              for n in ("posttrain_rollouts", "posttrain_rollout_tokens", sec.name, rew.name)]
+    fixed += [(sec.sum, {"env": e}, 30) for e in names]
+    fixed += [(n, {"env": e}, k) for e in names for n, k in ((schema.ROLLOUT_REWARD_POSITIVE.name, 12),
+                                                               (schema.ROLLOUT_REWARD_NEGATIVE.name, 2))]
+    # The parser hands the store the same Labels object each scrape (the store's fast path).
+    L = getattr(c.parse, "Labels", dict)
+    tokens = [L({"env": e}) for e in names]
+    outcomes = [(L({"env": e, "outcome": o})) for e in names for o in schema.ROLLOUT_OUTCOMES]
+    labelled = [(n, L(labels), k) for n, labels, k in fixed]
+    base = _worker(c, i)
+
+    def gen(t: float) -> list[Any]:
+        out = base(t)
+        out += [S(schema.ROLLOUT_TOKENS.name, labels, 900 * t) for labels in tokens]
+        out += [S(schema.ROLLOUTS.name, labels, (i % 5 + 1) * t) for labels in outcomes]
+        out += [S(n, labels, 0.0 if n.endswith("_created") else k * t) for n, labels, k in labelled]
+        return out
+    return gen
+
+
 def _eval(c: Code, t: float) -> list[Any]:
     score = 0.3 + 0.01 * (t // 300)
     return [c.Sample(c.schema.EVAL_SCORE.name, {"benchmark": "gsm8k"}, score),
             c.Sample(c.schema.EVAL_POLICY_VERSION.name, {"benchmark": "gsm8k"}, t // 300)]
 
 
-def fill_fleet(*, workers: int, history: int, code: Code | None = None, capacity: int | None = None) -> Any:
-    c = code or current()
+def fleet(c: Code, *, workers: int, envs: int = 0) -> dict[str, Callable[[float], list[Any]]]:
+    """Each target's scrape at time t. ``envs``: 0, the small worker page (27 series); else a
+    RolloutExporter-shaped page of that many envs (about 45 series each)."""
     gens: dict[str, Callable[[float], list[Any]]] = {"trainer": lambda t: _trainer(c, t),
                                                      "eval": lambda t: _eval(c, t)}
-    gens.update({f"w{i:02d}": _worker(c, i) for i in range(workers)})
+    gens.update({f"w{i:02d}": _wide_worker(c, i, envs) if envs else _worker(c, i) for i in range(workers)})
+    return gens
+
+
+def scrape(store: Any, gens: dict[str, Callable[[float], list[Any]]], t: float) -> None:
+    for name, gen in gens.items():
+        store.ingest(name, t, gen(t))
+
+
+def fill_fleet(*, workers: int, history: int, code: Code | None = None, capacity: int | None = None,
+               envs: int = 0) -> Any:
+    c = code or current()
+    gens = fleet(c, workers=workers, envs=envs)
     store = c.Store(capacity=max(capacity or history, 2))
     for k in range(history):
-        t = 1_000_000.0 + k
-        for name, gen in gens.items():
-            store.ingest(name, t, gen(t))
+        scrape(store, gens, 1_000_000.0 + k)
     return store
 
 
@@ -179,9 +225,10 @@ def bytes_per_point(code: Code, *, workers: int = 8, capacity: int = 600) -> flo
     return used / points
 
 
-def _side(c: Code, *, workers: int, history: int, window: float, seconds: float) -> dict[str, Any]:
+def _side(c: Code, *, workers: int, history: int, window: float, envs: int = 0,
+          capacity: int | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
-    store = fill_fleet(workers=workers, history=history, code=c)
+    store = fill_fleet(workers=workers, history=history, code=c, envs=envs, capacity=capacity)
     fill = time.perf_counter() - t0
     now = 1_000_000.0 + history - 1
     settings = c.Settings()
@@ -190,7 +237,36 @@ def _side(c: Code, *, workers: int, history: int, window: float, seconds: float)
     def build() -> Any:
         return c.build_dashboard(store, (), settings, now=now, window_s=window, evals=log)
 
-    return {"code": c, "store": store, "now": now, "fill": fill, "dashboard": build(), "build": build}
+    return {"code": c, "store": store, "now": now, "fill": fill, "dashboard": build(), "build": build,
+            "gens": fleet(c, workers=workers, envs=envs), "settings": settings, "log": log}
+
+
+def steady(sides: list[dict[str, Any]], *, window: float, polls: int) -> None:
+    """The live loop's build: one new scrape into every target, then one build, ``polls`` times, the
+    sides interleaved poll by poll (the scrape untimed: only the build is, in CPU seconds); each side's mean
+    per build in ``side["steady"]``, garbage collection held off while a build is timed. Every poll's
+    Dashboards must agree, or the run stops."""
+    for side in sides:
+        side["steady"] = 0.0
+    # The filled stores are millions of objects: without this a collection of them lands in whichever build
+    # happens to trigger it, and its 0.1-0.5 s swamp the difference being measured.
+    gc.collect()
+    gc.freeze()
+    for k in range(1, polls + 1):
+        built = []
+        for side in sides:
+            c, now = side["code"], side["now"] + k
+            scrape(side["store"], side["gens"], now)
+            side["log"] = c.observe_evals(side["store"], side["settings"], previous=side["log"])
+            gc.disable()
+            t0 = time.process_time()  # CPU, not wall: on a shared machine the wall clock counts others' turns
+            built.append(c.build_dashboard(side["store"], (), side["settings"], now=now, window_s=window,
+                                           evals=side["log"]))
+            side["steady"] += (time.process_time() - t0) / polls
+            gc.enable()
+        for side, d in zip(sides[:-1], built, strict=False):
+            if differ := same_numbers(d, built[-1]):
+                raise SystemExit(f"poll {k}: {side['code'].label} and now differ:\n" + "\n".join(differ))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -202,8 +278,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rev", action="append", metavar="REV",
                    help=f"earlier commit(s) to run side by side (default {PRE_SPAN}, the pre-span store; "
                         "e.g. --rev HEAD to compare uncommitted changes with the last commit)")
+    p.add_argument("--envs", type=int, default=0,
+                   help="0: the small worker page (27 series); N: a RolloutExporter-shaped page of N envs "
+                        "(about 45 series each: 22 envs is a 1,000-series worker)")
+    p.add_argument("--steady", type=int, default=0, metavar="POLLS",
+                   help="also time POLLS builds each after one new scrape of every target (the live loop: "
+                        "the counter-reset index catches up one point per series per build)")
+    p.add_argument("--no-static", action="store_true", help="only the --steady builds")
     args = p.parse_args(argv)
-    sides = [_side(c, workers=args.workers, history=args.history, window=args.window, seconds=args.seconds)
+    sides = [_side(c, workers=args.workers, history=args.history, window=args.window, envs=args.envs)
              for c in [at(rev) for rev in (args.rev or [PRE_SPAN])] + [current()]]
     now_side = sides[-1]
     for side in sides[:-1]:
@@ -211,6 +294,9 @@ def main(argv: list[str] | None = None) -> None:
         if differ:  # the benchmark compares implementations of the same numbers
             raise SystemExit(f"{side['code'].label} and now differ:\n" + "\n".join(differ))
     c, store, now = now_side["code"], now_side["store"], now_side["now"]
+    if args.no_static:
+        _print_steady(sides, args)
+        return
     points = sum(len(c.in_window(s, now - args.window, now)) for t in store.targets()
                  for n in list(store.names(t)) for s in store.series(t, n))
     gc.collect()
@@ -226,9 +312,58 @@ def main(argv: list[str] | None = None) -> None:
         label, best = side["code"].label, side["best"]
         print(f"build_dashboard {label:>24}: {best * 1e3:9.2f} ms  ({best / floor:5.2f}x one read, "
               f"{best / after:5.2f}x now's time)  fill {side['fill']:5.2f} s")
+    if args.steady:
+        _print_steady(sides, args)
     for side in sides:
         print(f"memory per stored point {side['code'].label:>24}: {bytes_per_point(side['code']):6.1f} B "
               "(tracemalloc, 10 targets, every series wrapped)")
+
+
+def longest_block(side: dict[str, Any], *, window: float) -> float:
+    """The longest the event loop waits during one build as ``LiveFeed`` runs it (``build_steps`` between
+    turns of the loop), measured by a task that takes a turn whenever it can; a version without steps
+    blocks the loop for its whole build."""
+    import asyncio
+
+    from ptmon.monitor.build import build_steps
+    from ptmon.monitor.live import _yielding
+
+    async def run() -> float:
+        longest, last = 0.0, time.perf_counter()
+        done = False
+
+        async def ticker() -> None:
+            nonlocal longest, last
+            while not done:
+                t = time.perf_counter()
+                longest, last = max(longest, t - last), t
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        last = time.perf_counter()
+        await _yielding(build_steps(side["store"], (), side["settings"], now=side["now"], window_s=window,
+                                    evals=side["log"]))
+        done = True
+        longest = max(longest, time.perf_counter() - last)
+        await task
+        return longest
+
+    return min(asyncio.run(run()) for _ in range(3))
+
+
+def _print_steady(sides: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    steady(sides, window=args.window, polls=args.steady)
+    series = sum(side["store"].series_count(t) for side in sides[-1:] for t in side["store"].targets())
+    print(f"steady state: {args.steady} polls, each one new scrape of {args.workers + 2} targets "
+          f"({series:,} series) then one build (same Dashboard numbers every poll)")
+    after = sides[-1]["steady"]
+    for side in sides:
+        print(f"steady build_dashboard {side['code'].label:>24}: {side['steady'] * 1e3:9.2f} ms  "
+              f"({side['steady'] / after:5.2f}x now's time)")
+    block = longest_block(sides[-1], window=args.window)
+    print(f"longest event-loop wait in one build as LiveFeed runs it: now {block * 1e3:.1f} ms "
+          f"(a build without steps blocks it for the whole build, above)")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
-"""The whole TUI's CPU cost against 8 live exporters, next to the same data loop with no UI.
+"""The whole TUI's CPU cost against live exporters (8 by default), next to the same data loop with no UI.
 
 Run: ``/work/venv/bin/python -m tests.bench.bench_tui [--seconds 60] [--warmup 10] [--interval 1] [--size 160x48]
-[--no-idle]``
+[--targets 8] [--no-idle]``
 
-A child process serves 8 real exporters on loopback (one TrainerExporter,
-six RolloutExporters, one EvalExporter, each on its own port via
+A child process serves real exporters on loopback (one TrainerExporter,
+``--targets`` - 2 RolloutExporters, one EvalExporter, each on its own port via
 ``ptmon.exporters.serve``) and keeps recording into them, so every scrape carries
 moving counters and histograms. This process then measures, one after the
 other and on the same targets:
@@ -44,8 +44,9 @@ WORKERS = 6
 ENVS = ("math", "code")
 
 
-def serve_exporters() -> None:
-    """Child process: 8 exporters on free loopback ports, recording until stdin closes."""
+def serve_exporters(workers: int = WORKERS) -> None:
+    """Child process: a trainer, ``workers`` rollout workers and an eval job on free loopback ports,
+    recording until stdin closes."""
     import threading
 
     from ptmon.exporters.evals import EvalExporter
@@ -55,7 +56,7 @@ def serve_exporters() -> None:
 
     ident: dict[str, Any] = dict(run="bench-grpo-7b", model="Qwen2.5-7B-Instruct", algorithm="grpo")
     trainer = TrainerExporter(gpus=8, gpu_hour_price=2.5, **ident)
-    rollouts = [RolloutExporter(gpus=2, gpu_hour_price=2.5, **ident) for _ in range(WORKERS)]
+    rollouts = [RolloutExporter(gpus=2, gpu_hour_price=2.5, **ident) for _ in range(workers)]
     evals = EvalExporter(gpus=1, gpu_hour_price=2.5, **ident)
     servers = [serve(e.registry) for e in (trainer, *rollouts, evals)]
     print(json.dumps([s.url for s in servers]), flush=True)
@@ -195,13 +196,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=1.0, help="scrape and refresh interval (default 1)")
     parser.add_argument("--size", default="160x48", help="terminal size of the headless app (default 160x48)")
     parser.add_argument("--no-idle", action="store_true", help="skip the idle-UI phase")
+    parser.add_argument("--targets", type=int, default=WORKERS + 2,
+                        help=f"a trainer, TARGETS-2 rollout workers, an eval job (default {WORKERS + 2})")
+    parser.add_argument("--workers", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-exporters", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_exporters:
-        serve_exporters()
+        serve_exporters(args.workers if args.workers is not None else WORKERS)
         return 0
 
-    child = subprocess.Popen([sys.executable, "-m", "tests.bench.bench_tui", "--serve-exporters"],
+    child = subprocess.Popen([sys.executable, "-m", "tests.bench.bench_tui", "--serve-exporters",
+                              "--workers", str(max(1, args.targets - 2))],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     try:
@@ -221,7 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if child.stdin:
             child.stdin.close()
-        child.wait(timeout=10)
+        try:
+            child.wait(timeout=60)  # 64 servers closing on a loaded machine take a while
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
 
     print(f"{'phase':<8}{'CPU s':>8}{'wall s':>8}{'% of a core':>13}{'polls':>7}{'targets up':>12}{'rollouts/s':>12}")
     for name, r in results.items():

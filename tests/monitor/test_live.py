@@ -278,3 +278,47 @@ async def test_uptime_with_only_a_worker_and_with_stamps_from_another_clock() ->
         assert (d.started_at, d.uptime_s) == (T0, 30.0)
     finally:
         server.close()
+
+
+async def test_a_long_build_lets_the_event_loop_run_and_shows_the_same_numbers(monkeypatch) -> None:
+    """A build longer than YIELD_AFTER_S gives the loop turns (scrapes waiting on sockets and timers run
+    between its steps instead of after all of it), and its Dashboard is the one-go build's."""
+    import asyncio
+    from dataclasses import replace as dc_replace
+
+    from ptmon.monitor import live
+    from ptmon.monitor.build import build_dashboard
+
+    body = b"".join(b'posttrain_rollouts_total{env="e%d",outcome="ok"} %d\n' % (k, 5 + k) for k in range(20))
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "text/plain; version=0.0.4"})
+
+    clock = Clock(T0)
+    settings = Settings(targets=tuple(Target(f"w{i}", f"http://w{i}/metrics") for i in range(4)))
+    feed = LiveFeed(settings, clock=clock, transport=httpx.MockTransport(handler))
+    turns = 0
+
+    async def counting() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    try:
+        for _ in range(3):
+            await feed.collect_once()
+            clock.advance(1.0)
+        monkeypatch.setattr(live, "YIELD_AFTER_S", 0.0)  # every step is "long": yield after each
+        counter = asyncio.create_task(counting())
+        await asyncio.sleep(0)
+        before = turns
+        d = await feed.dashboard(window_s=60)
+        during = turns - before
+        counter.cancel()
+    finally:
+        await feed.aclose()
+    assert during >= 5  # one turn after each of the build's steps
+    one_go = build_dashboard(feed.store, feed.health(), settings, now=d.now, window_s=60, evals=feed.evals)
+    assert dc_replace(d, alerts=()) == one_go
+    assert d.rollout_rate_per_s is not None and d.rollout_rate_per_s == one_go.rollout_rate_per_s
