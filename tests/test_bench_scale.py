@@ -53,7 +53,7 @@ def _left_behind(tmp_path: Path, *, but: int) -> list[str]:
 def test_a_short_run_prints_every_column_for_every_system(tmp_path: Path, prometheus_bin: str,
                                                           victoria_metrics_bin: str) -> None:
     # Prometheus applies a new target set up to 5 s after it starts: the warm-up covers it.
-    bench = _bench(tmp_path, "--seconds", "4", "--warmup", "6")
+    bench = _bench(tmp_path, "--seconds", "4", "--warmup", "6", "--rev", "HEAD")  # ptmon@HEAD: the --rev path
     out, err = bench.communicate(timeout=180)
     assert bench.returncode == 0, err
     lines = out.splitlines()
@@ -61,7 +61,7 @@ def test_a_short_run_prints_every_column_for_every_system(tmp_path: Path, promet
     for column in COLUMNS:
         assert column in header, (column, header)
     rows = {line.split()[2]: line.split() for line in lines[1:] if line.strip()}
-    assert set(rows) == set(SYSTEMS), out
+    assert set(rows) == {*SYSTEMS, "ptmon@HEAD"}, out
     for system, fields in rows.items():
         made, expected = (int(x) for x in fields[8].split("/"))
         # 3 targets (2 workers and the trainer) at 1 s for about 4 s: 12, give or take a scrape per target.

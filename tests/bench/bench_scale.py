@@ -375,8 +375,31 @@ def _prom_of(run: Run, runs: Sequence[Run]) -> Run | None:
     return next((r for r in runs if r.system == "prometheus" and r.targets == run.targets and r.rep == run.rep), None)
 
 
+def _span(values: Sequence[float], fmt: str) -> str:
+    low, high = format(min(values), fmt), format(max(values), fmt)
+    return low if low == high else f"{low}-{high}"
+
+
+def summary(runs: Sequence[Run]) -> list[str]:
+    """Per size and system over the repetitions: the range of each figure (the issue's table's form)."""
+    groups: dict[tuple[int, str], list[Run]] = {}
+    for r in runs:
+        groups.setdefault((r.targets, r.system), []).append(r)
+    lines = ["", f"{'targets':>7} {'system':<18} {'reps':>4} {'cpu-s/M samples':>15} {'x prom':>11} "
+                 f"{'% core':>11} {'RSS MB':>11} {'missed %':>11} {'load 1m':>11}"]
+    for (targets, system), group in groups.items():
+        ratios = [r.cpu_per_m / p.cpu_per_m for r in group if (p := _prom_of(r, runs)) is not None and p.cpu_per_m]
+        lines.append(f"{targets:>7} {system:<18} {len(group):>4} {_span([r.cpu_per_m for r in group], '.2f'):>15} "
+                     f"{_span(ratios, '.2f') if ratios else '-':>11} {_span([r.core_pct for r in group], '.1f'):>11} "
+                     f"{_span([r.rss_mb for r in group], '.0f'):>11} {_span([r.missed_pct for r in group], '.1f'):>11} "
+                     f"{_span([r.load[0] for r in group], '.2f'):>11}")
+    return lines
+
+
 def table(runs: Sequence[Run]) -> str:
     lines = [HEADER] + [row(r, _prom_of(r, runs)) for r in runs]
+    if any(r.rep > 1 for r in runs):
+        lines += summary(runs)
     for r in runs:
         if r.rss_by_minute:
             lines.append(f"{r.targets:>7} {r.system:<18} RSS MB by minute: "
