@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("targets", "rep", "system", "cpu-s/M samples", "x prom", "% core", "RSS MB", "max MB",
-           "scrapes made/expected", "missed", "load 1/5/15")
+           "scrapes made/expected", "missed", "load 1/5/15", "targets %", "build ms mean/max")
 SYSTEMS = ("ptmon", "prometheus", "vm")
 
 
@@ -69,6 +69,10 @@ def test_a_short_run_prints_every_column_for_every_system(tmp_path: Path, promet
         assert expected - 3 <= made <= expected + 3, (system, fields)
         assert float(fields[3]) > 0 and float(fields[6]) > 0, (system, fields)  # CPU per sample, RSS
         assert len(fields[10].split("/")) == 3, (system, fields)  # the load average beside the figures
+        assert fields[11].endswith("%"), (system, fields)  # the targets' own CPU
+        builds = fields[12].split("/")  # ptmon's Dashboard times, mean/max ms; none for the others
+        assert (len(builds) == 2 and 0 <= float(builds[0]) <= float(builds[1])) if system.startswith("ptmon") \
+            else builds == ["-"], (system, fields)
     assert rows["prometheus"][4] == "1.00"
     assert _left_behind(tmp_path, but=bench.pid) == []
     assert list(tmp_path.iterdir()) == []

@@ -23,13 +23,16 @@ processes) at the end and the most seen; scrapes made against expected,
 as the targets counted them (a miss is a scrape expected and never made);
 and the 1-minute load average, since the machine is shared and a figure
 means little without it. The ratio column is ptmon's CPU per sample over
-Prometheus's in the same repetition.
+Prometheus's in the same repetition; "targets %" is this process's CPU
+(what serving the targets adds to the machine); "build ms" how long each
+of ptmon's ``dashboard()`` calls held its event loop, mean and most.
 
-``--profile``: py-spy (``py-spy record --nonblocking``, beside this
-interpreter or on PATH; else cProfile inside the child) samples the ptmon
-child over the measured interval; its top 25 functions by own time are
-printed. ``--minutes M``: a memory run instead, each system for M minutes at
-each size, RSS and CPU per sample every minute.
+``--profile``: py-spy (``py-spy record --nonblocking --subprocesses``,
+beside this interpreter or on PATH; else cProfile on CPU time inside the
+child) samples the ptmon child (and any worker process it starts) over the
+measured interval; its top 25 functions by own time are printed.
+``--minutes M``: a memory run instead, each system for M minutes at each
+size, RSS and CPU per sample every minute.
 
 Every process started here runs under ``setpriv --pdeathsig KILL`` in its own
 session, and is stopped (SIGTERM, then SIGKILL) in a ``finally``: Ctrl-C, an
@@ -83,6 +86,7 @@ class Run:
     rss_max_mb: float
     load: tuple[float, float, float]
     server_pct: float = 0.0  # the targets' process (this one), % of a core: the load the targets add
+    builds_ms: list[float] = field(default_factory=list)  # ptmon: each dashboard() over the interval, ms
     rss_by_minute: list[float] = field(default_factory=list)
     cpu_per_m_by_minute: list[float] = field(default_factory=list)
     profile: list[tuple[str, float, float]] = field(default_factory=list)  # (function, own %, total %)
@@ -163,6 +167,7 @@ class System:
         self.port = _free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.cprofile_top: list[tuple[str, float, float]] = []  # read at stop, before the directory goes
+        self.builds_ms: list[float] = []  # the ptmon child's dashboard() times, printed at its exit
 
     def argv(self) -> list[str]:
         if self.name.startswith("ptmon"):
@@ -229,6 +234,14 @@ class System:
         process.wait(timeout=5)
 
 
+def _builds_ms(log: Path) -> list[float]:
+    try:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("builds ")]
+    except OSError:
+        return []
+    return [1000 * float(x) for x in json.loads(lines[-1][len("builds "):])] if lines else []
+
+
 def _signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
@@ -255,6 +268,7 @@ def running(name: str, urls: Sequence[str], *, interval_s: float, cprofile: bool
         system.stop()
         if system.cprofile_path is not None and system.cprofile_path.exists():
             system.cprofile_top = top_of_cprofile(system.cprofile_path)
+        system.builds_ms = _builds_ms(system.log_path)
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -270,7 +284,8 @@ def start_py_spy(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]
     if binary is None:
         return None
     return subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--", binary, "record", "--pid", str(pid),
-                             "--duration", str(int(seconds)), "--rate", "50", "--nonblocking", "--format", "raw",
+                             "--duration", str(int(seconds)), "--rate", "50", "--nonblocking", "--subprocesses",
+                             "--format", "raw",
                              "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
 
@@ -320,6 +335,8 @@ def measure(system: System, server: TargetServer, *, targets: int, rep: int, sec
     spy = start_py_spy(system.pid, seconds, spy_out) if profile and system.name.startswith("ptmon") else None
     if spy is None and profile and system.cprofile_path is None and system.name.startswith("ptmon"):
         print("  (no py-spy: run with --profile=cprofile for a cProfile)", file=sys.stderr)
+    if system.name.startswith("ptmon"):
+        os.kill(system.pid, signal.SIGUSR1)  # its dashboard() times count from here
     scrapes0, cpu0, t0, own0 = server.scrapes(), cpu_seconds(pids), time.monotonic(), time.process_time()
     rss_max = 0.0
     by_minute: list[float] = []
@@ -360,7 +377,7 @@ def _samples(server: TargetServer, before: Sequence[int], after: Sequence[int]) 
 
 HEADER = (f"{'targets':>7} {'rep':>3} {'system':<18} {'cpu-s/M samples':>15} {'x prom':>6} {'% core':>7} "
           f"{'RSS MB':>7} {'max MB':>7} {'scrapes made/expected':>22} {'missed':>7} {'load 1/5/15':>16} "
-          f"{'targets %':>9}")
+          f"{'targets %':>9} {'build ms mean/max':>17}")
 
 
 def row(run: Run, prom: Run | None) -> str:
@@ -368,7 +385,13 @@ def row(run: Run, prom: Run | None) -> str:
     load = "/".join(f"{x:.2f}" for x in run.load)
     return (f"{run.targets:>7} {run.rep:>3} {run.system:<18} {run.cpu_per_m:>15.2f} {ratio} {run.core_pct:>6.1f}% "
             f"{run.rss_mb:>7.0f} {run.rss_max_mb:>7.0f} {f'{run.made}/{run.expected}':>22} "
-            f"{run.missed_pct:>6.1f}% {load:>16} {run.server_pct:>8.1f}%")
+            f"{run.missed_pct:>6.1f}% {load:>16} {run.server_pct:>8.1f}% {_builds(run):>17}")
+
+
+def _builds(run: Run) -> str:
+    if not run.builds_ms:
+        return "-"
+    return f"{sum(run.builds_ms) / len(run.builds_ms):.0f}/{max(run.builds_ms):.0f}"
 
 
 def _prom_of(run: Run, runs: Sequence[Run]) -> Run | None:
@@ -480,6 +503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                           warmup=args.warmup, interval_s=args.interval,
                                           profile=args.profile is not None and not cprofile, minutes=args.minutes)
                         run.profile = run.profile or system.cprofile_top
+                        run.builds_ms = system.builds_ms
                         runs.append(run)
                         print(row(run, _prom_of(run, runs)), file=sys.stderr, flush=True)
     except KeyboardInterrupt:

@@ -5,7 +5,8 @@ Run: ``python -m tests.bench.scale_child URL... [--interval 1] [--window 300] [-
 A ``LiveFeed`` on the given targets (the first is named ``trainer``, the
 rest ``worker-N``), started as the TUI starts it, and one ``dashboard()``
 every interval exactly as ``PtmonApp._poll_loop`` asks for it (poll, then
-sleep what is left of the interval), nothing drawn. ``--rev``: the code of
+sleep what is left of the interval), nothing drawn; how long each took (the
+event loop is held that long) is printed at exit, counted from the last SIGUSR1. ``--rev``: the code of
 that commit (tests/bench/history.py) instead of this tree's, so a before and
 an after run side by side. SIGTERM or SIGINT: close the feed and exit 0
 (``--cprofile``: write the profile first), so the benchmark never leaves one behind.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import json
 import signal
 import sys
 import time
@@ -44,12 +46,15 @@ async def _run(urls: list[str], *, interval_s: float, window_s: float, rev: str 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    builds: list[float] = []  # seconds each dashboard() held the event loop, since the last SIGUSR1
+    loop.add_signal_handler(signal.SIGUSR1, builds.clear)
     await feed.start()
     print("ready", flush=True)
     try:
         while not stop.is_set():
             started = time.monotonic()
             await feed.dashboard(window_s=window_s)
+            builds.append(time.monotonic() - started)
             delay = interval_s - (time.monotonic() - started)
             if delay > 0:
                 try:
@@ -58,6 +63,7 @@ async def _run(urls: list[str], *, interval_s: float, window_s: float, rev: str 
                     pass
     finally:
         await feed.aclose()
+        print("builds " + json.dumps(builds), flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
