@@ -20,6 +20,7 @@ from ptmon.monitor.build import Baseline, EvalLog, build_dashboard, observe_eval
 from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
 from ptmon.monitor.detail import ScrapeLog, TargetDetail, build_detail
 from ptmon.monitor.evaluated import Evaluated
+from ptmon.monitor.reads import is_read
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.sources.base import Source
 from ptmon.monitor.sources.combined import Sources
@@ -50,7 +51,7 @@ class LiveFeed:
         # point (two float64 columns plus slack, as tests/bench/bench_build.py measures); at faster
         # intervals the longest window shows what fits, and rates use the span held.
         self.store = store if store is not None else Store(max_series=settings.max_series,
-                                                           max_label_bytes=settings.max_label_bytes)
+                                                           max_label_bytes=settings.max_label_bytes, keep=is_read)
         # Either source fills the same store with the same samples; nothing below here can tell which.
         self._scraper: Source
         self._prometheus: PrometheusSource | None = None

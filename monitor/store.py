@@ -20,10 +20,11 @@ lazily and incrementally, so a rate over any window is a few bisections
 
 from __future__ import annotations
 
+import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress
 from math import isfinite
@@ -350,6 +351,64 @@ class Series:
         return f"Series({self.name!r}, {dict(self.labels)!r}, {len(self)} points)"
 
 
+class _Latest(Series):
+    """A series no part of the monitor reads the history of (``Store(keep=...)``): its newest point only.
+
+    It is still a series of the target (counted, listed with its latest value
+    in the detail, swept when stale, charged to the label budget) so health and
+    the detail say what they said when every point was kept; its history, which
+    nothing reads, costs nothing.
+    """
+
+    __slots__ = ("_last_t", "_last_v")
+
+    def __init__(self, name: str, labels: Mapping[str, str], *, cost: int = 0) -> None:
+        # Series.__init__ is not called: none of its columns are used.
+        self.name = name
+        self.labels = MappingProxyType(labels if type(labels) is Labels else dict(labels))
+        self.cost = cost
+        self._carried = 0.0
+        self._last_t = -math.inf
+        self._last_v = math.nan
+
+    def append(self, timestamp: float, value: float) -> bool:
+        if timestamp <= self._last_t:
+            return False
+        self._last_t, self._last_v = timestamp, value
+        return True
+
+    def last(self) -> tuple[float, float] | None:
+        return (self._last_t, self._last_v) if self._last_t != -math.inf else None
+
+    def _inside(self, start: float | None, end: float | None) -> bool:
+        t = self._last_t
+        return t != -math.inf and (start is None or start < t) and (end is None or t <= end)
+
+    def points(self, start: float | None = None, end: float | None = None) -> list[tuple[float, float]]:
+        t = self._last_t
+        inside = t != -math.inf and (start is None or start <= t) and (end is None or t <= end)
+        return [(t, self._last_v)] if inside else []
+
+    def columns(self, start: float | None = None, end: float | None = None) -> tuple[array[float], array[float]]:
+        if not self._inside(start, end):
+            return array("d"), array("d")
+        return array("d", (self._last_t,)), array("d", (self._last_v,))
+
+    def span(self, start: float | None = None, end: float | None = None) -> Span | None:
+        if not self._inside(start, end) or not isfinite(self._last_v):
+            return None
+        return Span(1, self._last_t, self._last_v, self._last_t, self._last_v, 0.0)
+
+    def drop_times(self, start: float | None = None, end: float | None = None) -> list[float]:
+        return []
+
+    def value_at(self, timestamp: float) -> float | None:
+        return self._last_v if timestamp == self._last_t else None
+
+    def __len__(self) -> int:
+        return 0 if self._last_t == -math.inf else 1
+
+
 @dataclass(slots=True)
 class IngestResult:
     accepted: int = 0  # points stored (a repeated or older timestamp is not stored)
@@ -373,7 +432,9 @@ class Store:
     """Per-target series store. Not thread-safe: one event loop owns it."""
 
     def __init__(self, *, capacity: int = DEFAULT_CAPACITY, max_series: int = DEFAULT_MAX_SERIES,
-                 max_label_bytes: int = DEFAULT_MAX_LABEL_BYTES) -> None:
+                 max_label_bytes: int = DEFAULT_MAX_LABEL_BYTES, keep: Callable[[str], bool] | None = None) -> None:
+        """``keep``: which sample names to keep the history of (``reads.is_read``); the newest point only of
+        the rest. None keeps every name's history."""
         if capacity < 2:
             raise ValueError(f"capacity must be at least 2 points, got {capacity}")
         if max_series < 1:
@@ -383,6 +444,7 @@ class Store:
         self.capacity = capacity
         self.max_series = max_series
         self.max_label_bytes = max_label_bytes
+        self.keep = keep
         self._targets: dict[str, _TargetData] = {}
 
     def ingest(self, target: str, timestamp: float, samples: Iterable[Sample]) -> IngestResult:
@@ -435,7 +497,9 @@ class Store:
                 if self._evict_stale(data):
                     self._forget_known(data)  # it may point at evicted series or remember "dropped"
             if self._fits(data, cost):
-                series = table[key] = Series(name, labels, capacity=self.capacity, cost=cost)
+                keep = self.keep
+                series = table[key] = (Series(name, labels, capacity=self.capacity, cost=cost)
+                                       if keep is None or keep(name) else _Latest(name, labels, cost=cost))
                 data.by_name.setdefault(name, []).append(series)
                 data.label_bytes += cost
             else:
