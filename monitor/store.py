@@ -40,7 +40,9 @@ __all__ = ["Store", "Series", "Span", "IngestResult", "SeriesKey", "DEFAULT_CAPA
 
 DEFAULT_CAPACITY = 3600  # one hour at one scrape per second
 
-SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+# A series' name and its label set, itself (``Labels`` hash and compare as the set they hold, whatever their
+# order): the key is the series' one copy of its labels, where a sorted tuple of pairs was a second.
+SeriesKey = tuple[str, Labels]
 
 # Points that fell out of the window are cut off the arrays' front in batches of capacity/16:
 # one memmove per batch instead of a ring's wrap-around (which would split every window in two).
@@ -55,7 +57,7 @@ _LABEL_OVERHEAD = 200
 
 
 def series_key(name: str, labels: Mapping[str, str]) -> SeriesKey:
-    return (name, tuple(sorted(labels.items())))
+    return (name, labels if type(labels) is Labels else Labels(labels))
 
 
 def _utf8_len(text: str) -> int:
@@ -156,22 +158,52 @@ class _ResetIndex:
         self.last_finite = prior
 
 
+class _Clock:
+    """A target's scrape times, shared by each of its series that has had a point at every scrape since its first.
+
+    Such a series (``Series._t`` None) keeps no time column of its own: its
+    physical point ``i`` is at ``times[i + _s0 - base]``. Eight of the sixteen
+    bytes a point cost, and one of the two appends, go. ``base`` is the absolute
+    scrape index (scrapes ever timed) of ``times[0]``.
+    """
+
+    __slots__ = ("times", "base", "epoch")
+
+    def __init__(self) -> None:
+        self.times: array[float] = array("d")
+        self.base = 0
+        self.epoch = 0  # how many of its series stopped sharing it
+
+    def tick(self, timestamp: float) -> int | None:
+        """Time the next scrape; its absolute index, or None when ``timestamp`` is not after the last."""
+        times = self.times
+        if times and timestamp <= times[-1]:
+            return None
+        times.append(timestamp)
+        return self.base + len(times) - 1
+
+
 class Series:
     """The newest ``capacity`` points of one series, oldest first, as two float columns.
 
     Points live in ``_t[_lo:]`` / ``_v[_lo:]``; older ones are cut off the front
     in batches (``_SLACK_FRACTION``). ``_base`` is the absolute index (points ever
-    appended) of physical index 0, so the drop index survives those cuts.
+    appended) of physical index 0, so the drop index survives those cuts. A series
+    the Store keeps in step with its target's scrapes has no ``_t``: its times are
+    the target's ``_Clock``'s, from scrape ``_s0`` on (``_times``).
     """
 
-    __slots__ = ("name", "labels", "cost", "_t", "_v", "_lo", "_base", "_cap", "_slack", "_index", "_carried")
+    __slots__ = ("name", "labels", "cost", "_t", "_v", "_lo", "_base", "_cap", "_slack", "_index", "_carried",
+                 "_clock", "_s0")
 
     def __init__(self, name: str, labels: Mapping[str, str], *, capacity: int, cost: int = 0) -> None:
         self.name = name
         # The parser's Labels cannot change: shared, not copied (the store's known-cache holds the same object).
         self.labels: Mapping[str, str] = MappingProxyType(labels if type(labels) is Labels else dict(labels))
         self.cost = cost  # label_cost, as charged to the target's budget
-        self._t = array("d")
+        self._t: array[float] | None = array("d")
+        self._clock: _Clock | None = None
+        self._s0 = 0
         self._v = array("d")
         self._lo = 0
         self._base = 0
@@ -201,21 +233,77 @@ class Series:
         the bisections below. Prometheus drops those samples too.
         """
         t = self._t
+        if t is None:
+            t = self._own()
         if t and timestamp <= t[-1]:
             return False
         t.append(timestamp)
         self._v.append(value)
         if len(t) - self._lo > self._cap:
-            self._lo += 1
-            if self._lo >= self._slack:
-                self._compact()
+            self._settle()
         return True
+
+    def _align(self, clock: _Clock, scrape: int) -> None:
+        """Share ``clock``'s times from scrape ``scrape`` on (an empty series, about to get its first point)."""
+        self._t, self._clock, self._s0 = None, clock, scrape
+
+    def _append_scrape(self, scrape: int, timestamp: float, value: float) -> bool:
+        """``append`` at the target's scrape ``scrape`` (at ``timestamp``): a value only, when in step."""
+        if self._t is None:
+            v = self._v
+            at = self._s0 + len(v)
+            if at == scrape:
+                v.append(value)
+                if len(v) - self._lo > self._cap:
+                    self._settle()
+                return True
+            if at == scrape + 1:  # a second sample of the series in one scrape: its time is not newer
+                return False
+        return self.append(timestamp, value)
+
+    def _start(self) -> int:
+        """Physical index of the oldest point held: ``_lo``, or later where appends in a batch (``Store``'s
+        scrape plan) went past ``capacity`` and ``_lo`` was not moved yet."""
+        lo = self._lo
+        over = len(self._v) - self._cap
+        return over if over > lo else lo
+
+    def _settle(self) -> None:
+        """Move ``_lo`` to the oldest point held and cut the front when a batch of points is out."""
+        self._lo = self._start()
+        if self._lo >= self._slack:
+            self._compact()
+
+    def _own(self) -> array[float]:
+        """Stop sharing the clock (a scrape missed, a timestamp of its own): copy its times into ``_t``."""
+        self._lo = self._start()
+        if self._lo:
+            self._compact()
+        clock = self._clock
+        assert clock is not None
+        clock.epoch += 1  # a scrape plan holding this series' values without its times is void
+        off = self._s0 - clock.base
+        t = self._t = clock.times[off:off + len(self._v)]
+        self._clock = None
+        return t
+
+    def _times(self) -> tuple[array[float], int]:
+        """The time column and the offset of this series' physical index 0 in it."""
+        t = self._t
+        if t is not None:
+            return t, 0
+        clock = self._clock
+        assert clock is not None
+        return clock.times, self._s0 - clock.base
 
     def _compact(self) -> None:
         if self._index is not None:
             self._indexed()  # drops among the points about to go are counted before they go (a bulk ingest)
         lo = self._lo
-        del self._t[:lo]
+        if self._t is not None:
+            del self._t[:lo]
+        else:
+            self._s0 += lo
         del self._v[:lo]
         self._base += lo
         self._lo = 0
@@ -223,7 +311,11 @@ class Series:
             self._carried += self._index.forget_before(self._base)
 
     def last(self) -> tuple[float, float] | None:
-        return (self._t[-1], self._v[-1]) if self._t else None
+        v = self._v
+        if not v:
+            return None
+        t, off = self._times()
+        return t[len(v) - 1 + off], v[-1]
 
     def points(self, start: float | None = None, end: float | None = None) -> list[tuple[float, float]]:
         """Points with ``start <= t <= end``, oldest first.
@@ -231,28 +323,29 @@ class Series:
         Times strictly increase (``append`` refuses the rest), so both ends are
         found by bisection and only the points in range are copied.
         """
-        t = self._t
-        lo = self._lo
-        a = lo if start is None else bisect_left(t, start, lo)
-        b = len(t) if end is None else bisect_right(t, end, lo)
+        t, off = self._times()
+        lo, hi = self._start() + off, len(self._v) + off
+        a = lo if start is None else bisect_left(t, start, lo, hi)
+        b = hi if end is None else bisect_right(t, end, lo, hi)
         if a >= b:
             return []
-        return list(zip(t[a:b], self._v[a:b], strict=False))
+        return list(zip(t[a:b], self._v[a - off:b - off], strict=False))
 
     def _window(self, start: float | None, end: float | None) -> tuple[int, int]:
         """Physical indices ``[a, b)`` of the points with ``start < t <= end`` (left-open, as PromQL)."""
-        t = self._t
-        lo = self._lo
-        a = lo if start is None else bisect_right(t, start, lo)
-        b = len(t) if end is None else bisect_right(t, end, lo)
-        return a, b
+        t, off = self._times()
+        lo, hi = self._start() + off, len(self._v) + off
+        a = lo if start is None else bisect_right(t, start, lo, hi)
+        b = hi if end is None else bisect_right(t, end, lo, hi)
+        return a - off, b - off
 
     def columns(self, start: float | None = None, end: float | None = None) -> tuple[array[float], array[float]]:
         """(times, values) of the points with ``start < t <= end`` as two arrays (a memcpy, no tuples)."""
         a, b = self._window(start, end)
         if a >= b:
             return array("d"), array("d")
-        return self._t[a:b], self._v[a:b]
+        t, off = self._times()
+        return t[a + off:b + off], self._v[a:b]
 
     def span(self, start: float | None = None, end: float | None = None) -> Span | None:
         """The ``Span`` of the finite points with ``start < t <= end``; None when there is none.
@@ -265,9 +358,9 @@ class Series:
         a, b = self._finite_window(*self._window(start, end))
         if a >= b:
             return None
-        t, v = self._t, self._v
+        (t, off), v = self._times(), self._v
         n = b - a - self._nonfinite_between(a, b)
-        return Span(n, t[a], v[a], t[b - 1], v[b - 1], self._resets(a, b))
+        return Span(n, t[a + off], v[a], t[b - 1 + off], v[b - 1], self._resets(a, b))
 
     def drop_times(self, start: float | None = None, end: float | None = None) -> list[float]:
         """Times of the finite points just before each drop, among the points with ``start < t <= end``."""
@@ -275,15 +368,16 @@ class Series:
         i, k = self._drop_range(a, b)
         if i == k or self._index is None:
             return []
-        t = self._t
-        base = self._base
-        return [t[j - base] for j in self._index.before_at[i:k]]
+        t, off = self._times()
+        shift = off - self._base
+        return [t[j + shift] for j in self._index.before_at[i:k]]
 
     def value_at(self, timestamp: float) -> float | None:
         """The value of the point at exactly ``timestamp``; None when there is no such point."""
-        t = self._t
-        i = bisect_left(t, timestamp, self._lo)
-        return self._v[i] if i < len(t) and t[i] == timestamp else None
+        t, off = self._times()
+        hi = len(self._v) + off
+        i = bisect_left(t, timestamp, self._start() + off, hi)
+        return self._v[i - off] if i < hi and t[i] == timestamp else None
 
     def _finite_window(self, a: int, b: int) -> tuple[int, int]:
         """Physical ``[a, b)`` narrowed to start and end on a finite point (empty when there is none)."""
@@ -321,9 +415,10 @@ class Series:
         index = self._index
         base = self._base
         if index is None:
-            index = self._index = _ResetIndex(base + self._lo, self._finite_before(self._lo))
+            lo = self._start()
+            index = self._index = _ResetIndex(base + lo, self._finite_before(lo))
         first = max(index.scanned, base)
-        end = base + len(self._t)
+        end = base + len(self._v)
         if first < end:
             v = self._v
             prior = index.last_finite
@@ -345,7 +440,7 @@ class Series:
         return -1
 
     def __len__(self) -> int:
-        return len(self._t) - self._lo
+        return len(self._v) - self._start()
 
     def __repr__(self) -> str:
         return f"Series({self.name!r}, {dict(self.labels)!r}, {len(self)} points)"
@@ -360,7 +455,7 @@ class _Latest(Series):
     nothing reads, costs nothing.
     """
 
-    __slots__ = ("_last_t", "_last_v")
+    __slots__ = ("_tv",)
 
     def __init__(self, name: str, labels: Mapping[str, str], *, cost: int = 0) -> None:
         # Series.__init__ is not called: none of its columns are used.
@@ -368,45 +463,49 @@ class _Latest(Series):
         self.labels = MappingProxyType(labels if type(labels) is Labels else dict(labels))
         self.cost = cost
         self._carried = 0.0
-        self._last_t = -math.inf
-        self._last_v = math.nan
+        # (time, value) in one array: a scrape plan (``Store``) sets both from C, no call per sample.
+        self._tv = array("d", (-math.inf, math.nan))
 
     def append(self, timestamp: float, value: float) -> bool:
-        if timestamp <= self._last_t:
+        tv = self._tv
+        if timestamp <= tv[0]:
             return False
-        self._last_t, self._last_v = timestamp, value
+        tv[0], tv[1] = timestamp, value
         return True
 
+    def _append_scrape(self, scrape: int, timestamp: float, value: float) -> bool:
+        return self.append(timestamp, value)
+
     def last(self) -> tuple[float, float] | None:
-        return (self._last_t, self._last_v) if self._last_t != -math.inf else None
+        return (self._tv[0], self._tv[1]) if self._tv[0] != -math.inf else None
 
     def _inside(self, start: float | None, end: float | None) -> bool:
-        t = self._last_t
+        t = self._tv[0]
         return t != -math.inf and (start is None or start < t) and (end is None or t <= end)
 
     def points(self, start: float | None = None, end: float | None = None) -> list[tuple[float, float]]:
-        t = self._last_t
+        t = self._tv[0]
         inside = t != -math.inf and (start is None or start <= t) and (end is None or t <= end)
-        return [(t, self._last_v)] if inside else []
+        return [(t, self._tv[1])] if inside else []
 
     def columns(self, start: float | None = None, end: float | None = None) -> tuple[array[float], array[float]]:
         if not self._inside(start, end):
             return array("d"), array("d")
-        return array("d", (self._last_t,)), array("d", (self._last_v,))
+        return array("d", (self._tv[0],)), array("d", (self._tv[1],))
 
     def span(self, start: float | None = None, end: float | None = None) -> Span | None:
-        if not self._inside(start, end) or not isfinite(self._last_v):
+        if not self._inside(start, end) or not isfinite(self._tv[1]):
             return None
-        return Span(1, self._last_t, self._last_v, self._last_t, self._last_v, 0.0)
+        return Span(1, self._tv[0], self._tv[1], self._tv[0], self._tv[1], 0.0)
 
     def drop_times(self, start: float | None = None, end: float | None = None) -> list[float]:
         return []
 
     def value_at(self, timestamp: float) -> float | None:
-        return self._last_v if timestamp == self._last_t else None
+        return self._tv[1] if timestamp == self._tv[0] else None
 
     def __len__(self) -> int:
-        return 0 if self._last_t == -math.inf else 1
+        return 0 if self._tv[0] == -math.inf else 1
 
 
 @dataclass(slots=True)
@@ -421,6 +520,7 @@ class _TargetData:
     series: dict[SeriesKey, Series] = field(default_factory=dict)
     by_name: dict[str, list[Series]] = field(default_factory=dict)
     scrapes: deque[float] = field(default_factory=deque)
+    clock: _Clock = field(default_factory=_Clock)  # the times of the series in step with the scrapes
     dropped_series: int = 0
     label_bytes: int = 0  # label_cost of every stored series
     # id(Labels) -> (labels, name, series or None when dropped): the fast path of ingest.
@@ -453,6 +553,7 @@ class Store:
         if data is None:
             data = self._targets[target] = _TargetData(scrapes=deque(maxlen=self.capacity))
         data.scrapes.append(timestamp)
+        scrape = data.clock.tick(timestamp)  # None: not after the last scrape, so every point has its own time
         result = IngestResult()
         # The parser hands out the same read-only Labels object for a series on
         # every scrape, so the series is found by identity (one dict lookup and
@@ -465,14 +566,18 @@ class Store:
         for s in samples:
             labels = s.labels
             hit = known_get(id(labels))
+            own = s.timestamp
             if hit is not None and hit[0] is labels and hit[1] == s.name:
                 series = hit[2]
             else:
-                series = self._admit(data, s.name, labels, result, swept)
+                series = self._admit(data, s.name, labels, result, swept, scrape if own is None else None)
             if series is None:  # over the series cap or the byte budget
                 result.dropped_series += 1
-            elif series.append(timestamp if s.timestamp is None else s.timestamp, s.value):
+            elif (series._append_scrape(scrape, timestamp, s.value) if own is None and scrape is not None
+                  else series.append(timestamp if own is None else own, s.value)):
                 accepted += 1
+        if len(data.clock.times) > self.capacity + max(1, self.capacity // _SLACK_FRACTION):
+            self._cut_clock(data)
         if (len(known) > max(4 * self.max_series, 2 * (accepted + result.dropped_series))
                 or data.known_dropped_bytes > self.max_label_bytes // 8):
             # Series churn: start afresh. Like the parser's own cache this follows
@@ -485,21 +590,27 @@ class Store:
         return result
 
     def _admit(self, data: _TargetData, name: str, labels: Mapping[str, str], result: IngestResult,
-               swept: list[bool]) -> Series | None:
+               swept: list[bool], scrape: int | None) -> Series | None:
         """The stored series for (name, labels), made when both caps allow; None when it is dropped."""
-        key = (name, tuple(sorted(labels.items())))
+        key = series_key(name, labels)
+        kept = key[1]  # the label set the series keeps: the key's, its one copy
         table = data.series
         series = table.get(key)
         if series is None:
-            cost = label_cost(name, labels)
+            cost = label_cost(name, kept)
             if not self._fits(data, cost) and not swept[0]:
                 swept[0] = True
                 if self._evict_stale(data):
                     self._forget_known(data)  # it may point at evicted series or remember "dropped"
             if self._fits(data, cost):
                 keep = self.keep
-                series = table[key] = (Series(name, labels, capacity=self.capacity, cost=cost)
-                                       if keep is None or keep(name) else _Latest(name, labels, cost=cost))
+                if keep is None or keep(name):
+                    series = Series(name, kept, capacity=self.capacity, cost=cost)
+                    if scrape is not None:
+                        series._align(data.clock, scrape)
+                else:
+                    series = _Latest(name, kept, cost=cost)
+                table[key] = series
                 data.by_name.setdefault(name, []).append(series)
                 data.label_bytes += cost
             else:
@@ -509,6 +620,17 @@ class Store:
         if type(labels) is Labels:  # immutable: safe to remember by identity
             data.known[id(labels)] = (labels, name, series)  # holding it keeps the id unique
         return series
+
+    def _cut_clock(self, data: _TargetData) -> None:
+        """Cut the target's clock to its newest ``capacity`` scrapes; a series left behind (it stopped
+        coming, and its newest point is older than those) takes a copy of its times first."""
+        clock = data.clock
+        floor = clock.base + len(clock.times) - self.capacity
+        for series in data.series.values():
+            if type(series) is Series and series._t is None and series._s0 + series._start() < floor:
+                series._own()
+        del clock.times[:floor - clock.base]
+        clock.base = floor
 
     def _fits(self, data: _TargetData, cost: int) -> bool:
         return len(data.series) < self.max_series and data.label_bytes + cost <= self.max_label_bytes
@@ -535,6 +657,8 @@ class Store:
             return 0
         for key in stale:
             series = data.series.pop(key)
+            if type(series) is Series and series._t is None:
+                series._own()  # a caller may still hold it; the clock will not keep its times
             data.label_bytes -= series.cost
             same_name = data.by_name[series.name]
             same_name.remove(series)
