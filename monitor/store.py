@@ -24,11 +24,11 @@ import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress
+from itertools import chain, compress, repeat
 from math import isfinite
-from operator import gt
+from operator import gt, itemgetter, not_, setitem
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -515,6 +515,40 @@ class IngestResult:
     over_label_bytes: int = 0  # of dropped_series, those refused by the byte budget (the rest by the series cap)
 
 
+_LABELS, _NAME, _VALUE, _STAMP = itemgetter(1), itemgetter(0), itemgetter(2), itemgetter(3)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """Where each sample of a target's last scrape went, to store the next one like it from C.
+
+    A scrape is "like it" when its samples are the same series in the same
+    order (the parser hands out the same ``Labels`` objects while a page's
+    text keeps its shape), with no timestamps, at the next scrape of the
+    target's clock: then each stored series is in step (its time is the
+    clock's), so its point is a value appended to its column, and a series
+    kept for its latest point only gets both set in its two-float array. No
+    Python call per sample: a few ``map``s over the scrape.
+    """
+
+    labels: list[Mapping[str, str]]
+    names: list[str]
+    columns: list[array[float]]  # the value column of each stored series, in page order
+    stored: list[bool] | None  # per sample: into ``columns`` (else ``latest``); None when all are
+    latest: list[array[float]]  # the (time, value) of each latest-only series, in page order
+    series: list[Series]  # whose fronts to settle when one of them is due a cut
+    scrape: int  # the clock's scrape the plan was last applied at
+    epoch: int  # the clock's epoch then: a series that left the clock voids the plan
+    due: int = 0  # scrapes until a series in ``series`` has a batch of points to cut
+
+    def settle(self, capacity: int, slack: int) -> None:
+        """Cut the fronts due, and count down to the next."""
+        for s in self.series:
+            if len(s._v) - capacity >= slack:
+                s._settle()
+        self.due = min((capacity + slack - len(s._v) for s in self.series), default=1 << 62)
+
+
 @dataclass(slots=True)
 class _TargetData:
     series: dict[SeriesKey, Series] = field(default_factory=dict)
@@ -526,6 +560,7 @@ class _TargetData:
     # id(Labels) -> (labels, name, series or None when dropped): the fast path of ingest.
     known: dict[int, tuple[Mapping[str, str], str, Series | None]] = field(default_factory=dict)
     known_dropped_bytes: int = 0  # label_cost of the dropped series ``known`` keeps alive
+    plan: _Plan | None = None  # how the last scrape was stored, when the next may be stored the same way
 
 
 class Store:
@@ -545,6 +580,7 @@ class Store:
         self.max_series = max_series
         self.max_label_bytes = max_label_bytes
         self.keep = keep
+        self._slack = max(1, capacity // _SLACK_FRACTION)
         self._targets: dict[str, _TargetData] = {}
 
     def ingest(self, target: str, timestamp: float, samples: Iterable[Sample]) -> IngestResult:
@@ -554,7 +590,15 @@ class Store:
             data = self._targets[target] = _TargetData(scrapes=deque(maxlen=self.capacity))
         data.scrapes.append(timestamp)
         scrape = data.clock.tick(timestamp)  # None: not after the last scrape, so every point has its own time
+        samples = samples if isinstance(samples, (list, tuple)) else list(samples)
+        plan = data.plan
+        if plan is not None:
+            if scrape is not None and self._follow(data, plan, scrape, timestamp, samples):
+                return IngestResult(accepted=len(samples))
+            data.plan = None
         result = IngestResult()
+        order: list[Series | None] = []  # where each sample went, for the next scrape's plan
+        stamped = False
         # The parser hands out the same read-only Labels object for a series on
         # every scrape, so the series is found by identity (one dict lookup and
         # an ``is``) instead of sorting its labels into a key each time: that
@@ -567,16 +611,18 @@ class Store:
             labels = s.labels
             hit = known_get(id(labels))
             own = s.timestamp
+            stamped = stamped or own is not None
             if hit is not None and hit[0] is labels and hit[1] == s.name:
                 series = hit[2]
             else:
                 series = self._admit(data, s.name, labels, result, swept, scrape if own is None else None)
+            order.append(series)
             if series is None:  # over the series cap or the byte budget
                 result.dropped_series += 1
             elif (series._append_scrape(scrape, timestamp, s.value) if own is None and scrape is not None
                   else series.append(timestamp if own is None else own, s.value)):
                 accepted += 1
-        if len(data.clock.times) > self.capacity + max(1, self.capacity // _SLACK_FRACTION):
+        if len(data.clock.times) > self.capacity + self._slack:
             self._cut_clock(data)
         if (len(known) > max(4 * self.max_series, 2 * (accepted + result.dropped_series))
                 or data.known_dropped_bytes > self.max_label_bytes // 8):
@@ -587,7 +633,55 @@ class Store:
             self._forget_known(data)
         result.accepted = accepted
         data.dropped_series += result.dropped_series
+        if scrape is not None and not stamped and accepted == len(order):
+            data.plan = self._plan(data, samples, order, scrape)  # type: ignore[arg-type]
         return result
+
+    def _plan(self, data: _TargetData, samples: Sequence[Sample], order: list[Series], scrape: int) -> _Plan | None:
+        """The plan of a scrape just stored whole, every point at the scrape's time; None when a series is
+        not in step with the clock (its times are its own)."""
+        columns, latest, series, stored = [], [], [], []
+        for s in order:
+            if type(s) is _Latest:
+                latest.append(s._tv)
+                stored.append(False)
+            elif s._t is None:
+                columns.append(s._v)
+                series.append(s)
+                stored.append(True)
+            else:
+                return None
+        labels = list(map(_LABELS, samples))
+        if set(map(type, labels)) != {Labels}:  # a mutable mapping may be the same object with new contents
+            return None
+        plan = _Plan(labels=labels, names=list(map(_NAME, samples)), columns=columns,
+                     stored=None if all(stored) else stored, latest=latest, series=series, scrape=scrape,
+                     epoch=data.clock.epoch)
+        plan.settle(self.capacity, self._slack)
+        return plan
+
+    def _follow(self, data: _TargetData, plan: _Plan, scrape: int, timestamp: float,
+                samples: Sequence[Sample]) -> bool:
+        """Store a scrape like the last by its plan, from C; False (nothing stored) when it is not like it."""
+        if (scrape != plan.scrape + 1 or plan.epoch != data.clock.epoch or len(samples) != len(plan.labels)
+                or list(map(_LABELS, samples)) != plan.labels or list(map(_NAME, samples)) != plan.names
+                or list(map(_STAMP, samples)).count(None) != len(samples)):
+            return False
+        values = list(map(_VALUE, samples))
+        stored = plan.stored
+        deque(map(array.append, plan.columns, values if stored is None else compress(values, stored)), 0)
+        if plan.latest:
+            assert stored is not None
+            latest = plan.latest
+            deque(map(setitem, latest, repeat(1), compress(values, map(not_, stored))), 0)
+            deque(map(setitem, latest, repeat(0), repeat(timestamp, len(latest))), 0)
+        plan.scrape = scrape
+        plan.due -= 1
+        if plan.due <= 0:
+            plan.settle(self.capacity, self._slack)
+        if len(data.clock.times) > self.capacity + self._slack:
+            self._cut_clock(data)
+        return True
 
     def _admit(self, data: _TargetData, name: str, labels: Mapping[str, str], result: IngestResult,
                swept: list[bool], scrape: int | None) -> Series | None:

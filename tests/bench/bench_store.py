@@ -108,28 +108,37 @@ def _ingest_us(side: Side, *, targets: int, capacity: int, seconds: float) -> fl
     return best * 1e6
 
 
-def _memory(side: Side, *, targets: int, capacity: int) -> dict[str, float]:
-    """Traced bytes the store holds, per stored point and per series, every series full and wrapped."""
-    scrapes = capacity + capacity // 4
-    parsers = [side.parser() for _ in range(targets)]
+def _filled(side: Side, *, targets: int, capacity: int, scrapes: int) -> tuple[Any, int]:
+    """A store of ``scrapes`` scrapes of every target, and the traced bytes it holds (the parsers, whose
+    caches are the parser's cost, are gone before it is measured; the Labels the store keeps are counted)."""
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
+        parsers = [side.parser() for _ in range(targets)]
         store = side.store(capacity)
         for k in range(scrapes):
             for w in range(targets):
                 store.ingest(f"w{w:03d}", 1_000_000.0 + k, parsers[w].parse(page(w, k)))
-        del parsers  # the parsers' caches are the parser's cost, not the store's
+        del parsers
         gc.collect()
-        used = tracemalloc.get_traced_memory()[0] - before
+        return store, tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
+
+
+def _memory(side: Side, *, targets: int, capacity: int) -> dict[str, float]:
+    """Traced bytes the store holds once every series is full and has wrapped: in all, per point beyond each
+    series' first, per scraped point (what holding every point would need), and per series at its first point
+    (its labels, objects and index entries)."""
+    store, first = _filled(side, targets=targets, capacity=capacity, scrapes=1)
+    del store
+    store, used = _filled(side, targets=targets, capacity=capacity, scrapes=capacity + capacity // 4)
     series = [s for t in store.targets() for n in list(store.names(t)) for s in store.series(t, n)]
     points = sum(len(s) for s in series)
-    scraped = len(series) * capacity  # what a store of every point would hold
-    return {"bytes": used, "per_point": used / points, "per_scraped": used / scraped,
-            "per_series": used / len(series), "series": len(series)}
+    return {"bytes": used, "per_point": (used - first) / (points - len(series)),
+            "per_scraped": used / (len(series) * capacity), "per_series": first / len(series),
+            "series": len(series)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -145,20 +154,20 @@ def main(argv: list[str] | None = None) -> None:
              _side("now", lambda name: importlib.import_module(f"ptmon.{name}"))]
     samples = len(sides[1].parser().parse(page(0, 0)))
     print(f"{args.targets} targets x {samples} samples, capacity {args.capacity} points")
-    ingest = {s.label: min(_ingest_us(s, targets=args.targets, capacity=args.capacity, seconds=args.seconds)
-                           for _ in range(1)) for s in sides}
+    ingest = {s.label: _ingest_us(s, targets=args.targets, capacity=args.capacity, seconds=args.seconds)
+              for s in sides}
     for _ in range(args.rounds - 1):  # interleaved: a drifting load skews neither side
         for s in sides:
             ingest[s.label] = min(ingest[s.label], _ingest_us(s, targets=args.targets, capacity=args.capacity,
                                                               seconds=args.seconds))
     memory = {s.label: _memory(s, targets=args.targets, capacity=args.capacity) for s in sides}
     base = sides[0].label
-    print(f"{'':24} {'ingest us/sample':>17} {'B/stored point':>15} {'B/scraped point':>16} {'B/series':>9} "
-          f"{'store MB':>9}")
+    print(f"{'':24} {'ingest us/sample':>17} {'B/stored point':>15} {'B/scraped point':>16} "
+          f"{'B/new series':>13} {'store MB':>9}")
     for s in sides:
         m = memory[s.label]
         print(f"{s.label:24} {ingest[s.label]:17.3f} {m['per_point']:15.2f} {m['per_scraped']:16.2f} "
-              f"{m['per_series']:9.0f} {m['bytes'] / 1e6:9.1f}")
+              f"{m['per_series']:13.0f} {m['bytes'] / 1e6:9.1f}")
     now = sides[1].label
     print(f"now / {base}: ingest {ingest[now] / ingest[base]:.2f}x, "
           f"memory {memory[now]['bytes'] / memory[base]['bytes']:.2f}x")
