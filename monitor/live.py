@@ -47,8 +47,9 @@ class LiveFeed:
                  evals: EvalLog | None = None) -> None:
         self._settings = settings
         self._clock = clock
-        # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 19 bytes a
-        # point (two float64 columns plus slack, as tests/bench/bench_build.py measures); at faster
+        # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 9 bytes a
+        # point (a float64 value column plus slack, the target's scrape times shared, as
+        # tests/bench/bench_store.py measures; 17 for a series with timestamps of its own); at faster
         # intervals the longest window shows what fits, and rates use the span held.
         self.store = store if store is not None else Store(max_series=settings.max_series,
                                                            max_label_bytes=settings.max_label_bytes, keep=is_read)
