@@ -21,6 +21,7 @@ from ptmon.monitor.build import Baseline, EvalLog, build_steps, observe_evals
 from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
 from ptmon.monitor.detail import ScrapeLog, TargetDetail, build_detail
 from ptmon.monitor.evaluated import Evaluated
+from ptmon.monitor.reads import is_read
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.sources.base import Source
 from ptmon.monitor.sources.combined import Sources
@@ -51,11 +52,12 @@ class LiveFeed:
                  evals: EvalLog | None = None) -> None:
         self._settings = settings
         self._clock = clock
-        # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 19 bytes a
-        # point (two float64 columns plus slack, as tests/bench/bench_build.py measures); at faster
+        # The store's default depth (3600 points: an hour at 1 s) bounds memory at about 9 bytes a
+        # point (a float64 value column plus slack, the target's scrape times shared, as
+        # tests/bench/bench_store.py measures; 17 for a series with timestamps of its own); at faster
         # intervals the longest window shows what fits, and rates use the span held.
         self.store = store if store is not None else Store(max_series=settings.max_series,
-                                                           max_label_bytes=settings.max_label_bytes)
+                                                           max_label_bytes=settings.max_label_bytes, keep=is_read)
         # Either source fills the same store with the same samples; nothing below here can tell which.
         self._scraper: Source
         self._prometheus: PrometheusSource | None = None

@@ -11,23 +11,28 @@ are kept.
 When a target is full, series it has not sent for ``capacity`` scrapes are
 forgotten to make room (label churn must not lock new series out forever).
 
-A series is two ``array('d')`` columns (time, value): 16 bytes a point
-where a deque of tuples took about 100, so a 64-worker fleet's hour at 1 s
-fits in about 0.5 GB instead of 3. Counter resets are indexed per series,
+A series is an ``array('d')`` value column; its times are its target's scrape
+times (``_Clock``, one column per target) while it has a point at every
+scrape, else a time column of its own: 8 bytes a point (16 with its own
+times) where a deque of tuples took about 100. Only the names something
+downstream reads (``Store(keep=reads.is_read)``) keep their history; the
+other series keep their newest point. A scrape shaped like the last is stored
+by its ``_Plan``, with no Python call per sample. Counter resets are indexed per series,
 lazily and incrementally, so a rate over any window is a few bisections
 (``Series.span``) instead of a scan of the window.
 """
 
 from __future__ import annotations
 
+import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress
+from itertools import chain, compress, repeat
 from math import isfinite
-from operator import gt
+from operator import gt, itemgetter, not_, setitem
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -39,7 +44,9 @@ __all__ = ["Store", "Series", "Span", "IngestResult", "SeriesKey", "DEFAULT_CAPA
 
 DEFAULT_CAPACITY = 3600  # one hour at one scrape per second
 
-SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+# A series' name and its label set, itself (``Labels`` hash and compare as the set they hold, whatever their
+# order): the key is the series' one copy of its labels, where a sorted tuple of pairs was a second.
+SeriesKey = tuple[str, Labels]
 
 # Points that fell out of the window are cut off the arrays' front in batches of capacity/16:
 # one memmove per batch instead of a ring's wrap-around (which would split every window in two).
@@ -54,7 +61,7 @@ _LABEL_OVERHEAD = 200
 
 
 def series_key(name: str, labels: Mapping[str, str]) -> SeriesKey:
-    return (name, tuple(sorted(labels.items())))
+    return (name, labels if type(labels) is Labels else Labels(labels))
 
 
 def _utf8_len(text: str) -> int:
@@ -155,22 +162,52 @@ class _ResetIndex:
         self.last_finite = prior
 
 
+class _Clock:
+    """A target's scrape times, shared by each of its series that has had a point at every scrape since its first.
+
+    Such a series (``Series._t`` None) keeps no time column of its own: its
+    physical point ``i`` is at ``times[i + _s0 - base]``. Eight of the sixteen
+    bytes a point cost, and one of the two appends, go. ``base`` is the absolute
+    scrape index (scrapes ever timed) of ``times[0]``.
+    """
+
+    __slots__ = ("times", "base", "epoch")
+
+    def __init__(self) -> None:
+        self.times: array[float] = array("d")
+        self.base = 0
+        self.epoch = 0  # how many of its series stopped sharing it
+
+    def tick(self, timestamp: float) -> int | None:
+        """Time the next scrape; its absolute index, or None when ``timestamp`` is not after the last."""
+        times = self.times
+        if times and timestamp <= times[-1]:
+            return None
+        times.append(timestamp)
+        return self.base + len(times) - 1
+
+
 class Series:
     """The newest ``capacity`` points of one series, oldest first, as two float columns.
 
     Points live in ``_t[_lo:]`` / ``_v[_lo:]``; older ones are cut off the front
     in batches (``_SLACK_FRACTION``). ``_base`` is the absolute index (points ever
-    appended) of physical index 0, so the drop index survives those cuts.
+    appended) of physical index 0, so the drop index survives those cuts. A series
+    the Store keeps in step with its target's scrapes has no ``_t``: its times are
+    the target's ``_Clock``'s, from scrape ``_s0`` on (``_times``).
     """
 
-    __slots__ = ("name", "labels", "cost", "_t", "_v", "_lo", "_base", "_cap", "_slack", "_index", "_carried")
+    __slots__ = ("name", "labels", "cost", "_t", "_v", "_lo", "_base", "_cap", "_slack", "_index", "_carried",
+                 "_clock", "_s0")
 
     def __init__(self, name: str, labels: Mapping[str, str], *, capacity: int, cost: int = 0) -> None:
         self.name = name
         # The parser's Labels cannot change: shared, not copied (the store's known-cache holds the same object).
         self.labels: Mapping[str, str] = MappingProxyType(labels if type(labels) is Labels else dict(labels))
         self.cost = cost  # label_cost, as charged to the target's budget
-        self._t = array("d")
+        self._t: array[float] | None = array("d")
+        self._clock: _Clock | None = None
+        self._s0 = 0
         self._v = array("d")
         self._lo = 0
         self._base = 0
@@ -200,21 +237,77 @@ class Series:
         the bisections below. Prometheus drops those samples too.
         """
         t = self._t
+        if t is None:
+            t = self._own()
         if t and timestamp <= t[-1]:
             return False
         t.append(timestamp)
         self._v.append(value)
         if len(t) - self._lo > self._cap:
-            self._lo += 1
-            if self._lo >= self._slack:
-                self._compact()
+            self._settle()
         return True
+
+    def _align(self, clock: _Clock, scrape: int) -> None:
+        """Share ``clock``'s times from scrape ``scrape`` on (an empty series, about to get its first point)."""
+        self._t, self._clock, self._s0 = None, clock, scrape
+
+    def _append_scrape(self, scrape: int, timestamp: float, value: float) -> bool:
+        """``append`` at the target's scrape ``scrape`` (at ``timestamp``): a value only, when in step."""
+        if self._t is None:
+            v = self._v
+            at = self._s0 + len(v)
+            if at == scrape:
+                v.append(value)
+                if len(v) - self._lo > self._cap:
+                    self._settle()
+                return True
+            if at == scrape + 1:  # a second sample of the series in one scrape: its time is not newer
+                return False
+        return self.append(timestamp, value)
+
+    def _start(self) -> int:
+        """Physical index of the oldest point held: ``_lo``, or later where appends in a batch (``Store``'s
+        scrape plan) went past ``capacity`` and ``_lo`` was not moved yet."""
+        lo = self._lo
+        over = len(self._v) - self._cap
+        return over if over > lo else lo
+
+    def _settle(self) -> None:
+        """Move ``_lo`` to the oldest point held and cut the front when a batch of points is out."""
+        self._lo = self._start()
+        if self._lo >= self._slack:
+            self._compact()
+
+    def _own(self) -> array[float]:
+        """Stop sharing the clock (a scrape missed, a timestamp of its own): copy its times into ``_t``."""
+        self._lo = self._start()
+        if self._lo:
+            self._compact()
+        clock = self._clock
+        assert clock is not None
+        clock.epoch += 1  # a scrape plan holding this series' values without its times is void
+        off = self._s0 - clock.base
+        t = self._t = clock.times[off:off + len(self._v)]
+        self._clock = None
+        return t
+
+    def _times(self) -> tuple[array[float], int]:
+        """The time column and the offset of this series' physical index 0 in it."""
+        t = self._t
+        if t is not None:
+            return t, 0
+        clock = self._clock
+        assert clock is not None
+        return clock.times, self._s0 - clock.base
 
     def _compact(self) -> None:
         if self._index is not None:
             self._indexed()  # drops among the points about to go are counted before they go (a bulk ingest)
         lo = self._lo
-        del self._t[:lo]
+        if self._t is not None:
+            del self._t[:lo]
+        else:
+            self._s0 += lo
         del self._v[:lo]
         self._base += lo
         self._lo = 0
@@ -222,7 +315,11 @@ class Series:
             self._carried += self._index.forget_before(self._base)
 
     def last(self) -> tuple[float, float] | None:
-        return (self._t[-1], self._v[-1]) if self._t else None
+        v = self._v
+        if not v:
+            return None
+        t, off = self._times()
+        return t[len(v) - 1 + off], v[-1]
 
     def points(self, start: float | None = None, end: float | None = None) -> list[tuple[float, float]]:
         """Points with ``start <= t <= end``, oldest first.
@@ -230,28 +327,41 @@ class Series:
         Times strictly increase (``append`` refuses the rest), so both ends are
         found by bisection and only the points in range are copied.
         """
-        t = self._t
-        lo = self._lo
-        a = lo if start is None else bisect_left(t, start, lo)
-        b = len(t) if end is None else bisect_right(t, end, lo)
+        t, off = self._times()
+        lo, hi = self._start() + off, len(self._v) + off
+        a = lo if start is None else bisect_left(t, start, lo, hi)
+        b = hi if end is None else bisect_right(t, end, lo, hi)
         if a >= b:
             return []
-        return list(zip(t[a:b], self._v[a:b], strict=False))
+        return list(zip(t[a:b], self._v[a - off:b - off], strict=False))
 
     def _window(self, start: float | None, end: float | None) -> tuple[int, int]:
         """Physical indices ``[a, b)`` of the points with ``start < t <= end`` (left-open, as PromQL)."""
+        # _times() and _start() inlined: this runs for every series read in every build.
         t = self._t
+        n = len(self._v)
+        if t is None:
+            clock = self._clock
+            assert clock is not None
+            t, off = clock.times, self._s0 - clock.base
+        else:
+            off = 0
         lo = self._lo
-        a = lo if start is None else bisect_right(t, start, lo)
-        b = len(t) if end is None else bisect_right(t, end, lo)
-        return a, b
+        if n - self._cap > lo:
+            lo = n - self._cap
+        lo += off
+        hi = n + off
+        a = lo if start is None else bisect_right(t, start, lo, hi)
+        b = hi if end is None else bisect_right(t, end, lo, hi)
+        return a - off, b - off
 
     def columns(self, start: float | None = None, end: float | None = None) -> tuple[array[float], array[float]]:
         """(times, values) of the points with ``start < t <= end`` as two arrays (a memcpy, no tuples)."""
         a, b = self._window(start, end)
         if a >= b:
             return array("d"), array("d")
-        return self._t[a:b], self._v[a:b]
+        t, off = self._times()
+        return t[a + off:b + off], self._v[a:b]
 
     def span(self, start: float | None = None, end: float | None = None) -> Span | None:
         """The ``Span`` of the finite points with ``start < t <= end``; None when there is none.
@@ -264,9 +374,9 @@ class Series:
         a, b = self._finite_window(*self._window(start, end))
         if a >= b:
             return None
-        t, v = self._t, self._v
+        (t, off), v = self._times(), self._v
         n = b - a - self._nonfinite_between(a, b)
-        return Span(n, t[a], v[a], t[b - 1], v[b - 1], self._resets(a, b))
+        return Span(n, t[a + off], v[a], t[b - 1 + off], v[b - 1], self._resets(a, b))
 
     def drop_times(self, start: float | None = None, end: float | None = None) -> list[float]:
         """Times of the finite points just before each drop, among the points with ``start < t <= end``."""
@@ -274,15 +384,16 @@ class Series:
         i, k = self._drop_range(a, b)
         if i == k or self._index is None:
             return []
-        t = self._t
-        base = self._base
-        return [t[j - base] for j in self._index.before_at[i:k]]
+        t, off = self._times()
+        shift = off - self._base
+        return [t[j + shift] for j in self._index.before_at[i:k]]
 
     def value_at(self, timestamp: float) -> float | None:
         """The value of the point at exactly ``timestamp``; None when there is no such point."""
-        t = self._t
-        i = bisect_left(t, timestamp, self._lo)
-        return self._v[i] if i < len(t) and t[i] == timestamp else None
+        t, off = self._times()
+        hi = len(self._v) + off
+        i = bisect_left(t, timestamp, self._start() + off, hi)
+        return self._v[i - off] if i < hi and t[i] == timestamp else None
 
     def _finite_window(self, a: int, b: int) -> tuple[int, int]:
         """Physical ``[a, b)`` narrowed to start and end on a finite point (empty when there is none)."""
@@ -320,9 +431,10 @@ class Series:
         index = self._index
         base = self._base
         if index is None:
-            index = self._index = _ResetIndex(base + self._lo, self._finite_before(self._lo))
+            lo = self._start()
+            index = self._index = _ResetIndex(base + lo, self._finite_before(lo))
         first = max(index.scanned, base)
-        end = base + len(self._t)
+        end = base + len(self._v)
         if first < end:
             v = self._v
             prior = index.last_finite
@@ -344,10 +456,72 @@ class Series:
         return -1
 
     def __len__(self) -> int:
-        return len(self._t) - self._lo
+        return len(self._v) - self._start()
 
     def __repr__(self) -> str:
         return f"Series({self.name!r}, {dict(self.labels)!r}, {len(self)} points)"
+
+
+class _Latest(Series):
+    """A series no part of the monitor reads the history of (``Store(keep=...)``): its newest point only.
+
+    It is still a series of the target (counted, listed with its latest value
+    in the detail, swept when stale, charged to the label budget) so health and
+    the detail say what they said when every point was kept; its history, which
+    nothing reads, costs nothing.
+    """
+
+    __slots__ = ("_tv",)
+
+    def __init__(self, name: str, labels: Mapping[str, str], *, cost: int = 0) -> None:
+        # Series.__init__ is not called: none of its columns are used.
+        self.name = name
+        self.labels = MappingProxyType(labels if type(labels) is Labels else dict(labels))
+        self.cost = cost
+        self._carried = 0.0
+        # (time, value) in one array: a scrape plan (``Store``) sets both from C, no call per sample.
+        self._tv = array("d", (-math.inf, math.nan))
+
+    def append(self, timestamp: float, value: float) -> bool:
+        tv = self._tv
+        if timestamp <= tv[0]:
+            return False
+        tv[0], tv[1] = timestamp, value
+        return True
+
+    def _append_scrape(self, scrape: int, timestamp: float, value: float) -> bool:
+        return self.append(timestamp, value)
+
+    def last(self) -> tuple[float, float] | None:
+        return (self._tv[0], self._tv[1]) if self._tv[0] != -math.inf else None
+
+    def _inside(self, start: float | None, end: float | None) -> bool:
+        t = self._tv[0]
+        return t != -math.inf and (start is None or start < t) and (end is None or t <= end)
+
+    def points(self, start: float | None = None, end: float | None = None) -> list[tuple[float, float]]:
+        t = self._tv[0]
+        inside = t != -math.inf and (start is None or start <= t) and (end is None or t <= end)
+        return [(t, self._tv[1])] if inside else []
+
+    def columns(self, start: float | None = None, end: float | None = None) -> tuple[array[float], array[float]]:
+        if not self._inside(start, end):
+            return array("d"), array("d")
+        return array("d", (self._tv[0],)), array("d", (self._tv[1],))
+
+    def span(self, start: float | None = None, end: float | None = None) -> Span | None:
+        if not self._inside(start, end) or not isfinite(self._tv[1]):
+            return None
+        return Span(1, self._tv[0], self._tv[1], self._tv[0], self._tv[1], 0.0)
+
+    def drop_times(self, start: float | None = None, end: float | None = None) -> list[float]:
+        return []
+
+    def value_at(self, timestamp: float) -> float | None:
+        return self._tv[1] if timestamp == self._tv[0] else None
+
+    def __len__(self) -> int:
+        return 0 if self._tv[0] == -math.inf else 1
 
 
 @dataclass(slots=True)
@@ -357,23 +531,61 @@ class IngestResult:
     over_label_bytes: int = 0  # of dropped_series, those refused by the byte budget (the rest by the series cap)
 
 
+_LABELS, _NAME, _VALUE, _STAMP = itemgetter(1), itemgetter(0), itemgetter(2), itemgetter(3)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """Where each sample of a target's last scrape went, to store the next one like it from C.
+
+    A scrape is "like it" when its samples are the same series in the same
+    order (the parser hands out the same ``Labels`` objects while a page's
+    text keeps its shape), with no timestamps, at the next scrape of the
+    target's clock: then each stored series is in step (its time is the
+    clock's), so its point is a value appended to its column, and a series
+    kept for its latest point only gets both set in its two-float array. No
+    Python call per sample: a few ``map``s over the scrape.
+    """
+
+    labels: list[Mapping[str, str]]
+    names: list[str]
+    columns: list[array[float]]  # the value column of each stored series, in page order
+    stored: list[bool] | None  # per sample: into ``columns`` (else ``latest``); None when all are
+    latest: list[array[float]]  # the (time, value) of each latest-only series, in page order
+    series: list[Series]  # whose fronts to settle when one of them is due a cut
+    scrape: int  # the clock's scrape the plan was last applied at
+    epoch: int  # the clock's epoch then: a series that left the clock voids the plan
+    due: int = 0  # scrapes until a series in ``series`` has a batch of points to cut
+
+    def settle(self, capacity: int, slack: int) -> None:
+        """Cut the fronts due, and count down to the next."""
+        for s in self.series:
+            if len(s._v) - capacity >= slack:
+                s._settle()
+        self.due = min((capacity + slack - len(s._v) for s in self.series), default=1 << 62)
+
+
 @dataclass(slots=True)
 class _TargetData:
     series: dict[SeriesKey, Series] = field(default_factory=dict)
     by_name: dict[str, list[Series]] = field(default_factory=dict)
     scrapes: deque[float] = field(default_factory=deque)
+    clock: _Clock = field(default_factory=_Clock)  # the times of the series in step with the scrapes
     dropped_series: int = 0
     label_bytes: int = 0  # label_cost of every stored series
     # id(Labels) -> (labels, name, series or None when dropped): the fast path of ingest.
     known: dict[int, tuple[Mapping[str, str], str, Series | None]] = field(default_factory=dict)
     known_dropped_bytes: int = 0  # label_cost of the dropped series ``known`` keeps alive
+    plan: _Plan | None = None  # how the last scrape was stored, when the next may be stored the same way
 
 
 class Store:
     """Per-target series store. Not thread-safe: one event loop owns it."""
 
     def __init__(self, *, capacity: int = DEFAULT_CAPACITY, max_series: int = DEFAULT_MAX_SERIES,
-                 max_label_bytes: int = DEFAULT_MAX_LABEL_BYTES) -> None:
+                 max_label_bytes: int = DEFAULT_MAX_LABEL_BYTES, keep: Callable[[str], bool] | None = None) -> None:
+        """``keep``: which sample names to keep the history of (``reads.is_read``); the newest point only of
+        the rest. None keeps every name's history."""
         if capacity < 2:
             raise ValueError(f"capacity must be at least 2 points, got {capacity}")
         if max_series < 1:
@@ -383,6 +595,8 @@ class Store:
         self.capacity = capacity
         self.max_series = max_series
         self.max_label_bytes = max_label_bytes
+        self.keep = keep
+        self._slack = max(1, capacity // _SLACK_FRACTION)
         self._targets: dict[str, _TargetData] = {}
 
     def ingest(self, target: str, timestamp: float, samples: Iterable[Sample]) -> IngestResult:
@@ -391,7 +605,16 @@ class Store:
         if data is None:
             data = self._targets[target] = _TargetData(scrapes=deque(maxlen=self.capacity))
         data.scrapes.append(timestamp)
+        scrape = data.clock.tick(timestamp)  # None: not after the last scrape, so every point has its own time
+        samples = samples if isinstance(samples, (list, tuple)) else list(samples)
+        plan = data.plan
+        if plan is not None:
+            if scrape is not None and self._follow(data, plan, scrape, timestamp, samples):
+                return IngestResult(accepted=len(samples))
+            data.plan = None
         result = IngestResult()
+        order: list[Series | None] = []  # where each sample went, for the next scrape's plan
+        stamped = False
         # The parser hands out the same read-only Labels object for a series on
         # every scrape, so the series is found by identity (one dict lookup and
         # an ``is``) instead of sorting its labels into a key each time: that
@@ -403,14 +626,20 @@ class Store:
         for s in samples:
             labels = s.labels
             hit = known_get(id(labels))
+            own = s.timestamp
+            stamped = stamped or own is not None
             if hit is not None and hit[0] is labels and hit[1] == s.name:
                 series = hit[2]
             else:
-                series = self._admit(data, s.name, labels, result, swept)
+                series = self._admit(data, s.name, labels, result, swept, scrape if own is None else None)
+            order.append(series)
             if series is None:  # over the series cap or the byte budget
                 result.dropped_series += 1
-            elif series.append(timestamp if s.timestamp is None else s.timestamp, s.value):
+            elif (series._append_scrape(scrape, timestamp, s.value) if own is None and scrape is not None
+                  else series.append(timestamp if own is None else own, s.value)):
                 accepted += 1
+        if len(data.clock.times) > self.capacity + self._slack:
+            self._cut_clock(data)
         if (len(known) > max(4 * self.max_series, 2 * (accepted + result.dropped_series))
                 or data.known_dropped_bytes > self.max_label_bytes // 8):
             # Series churn: start afresh. Like the parser's own cache this follows
@@ -420,22 +649,78 @@ class Store:
             self._forget_known(data)
         result.accepted = accepted
         data.dropped_series += result.dropped_series
+        if scrape is not None and not stamped and accepted == len(order):
+            data.plan = self._plan(data, samples, order, scrape)  # type: ignore[arg-type]
         return result
 
+    def _plan(self, data: _TargetData, samples: Sequence[Sample], order: list[Series], scrape: int) -> _Plan | None:
+        """The plan of a scrape just stored whole, every point at the scrape's time; None when a series is
+        not in step with the clock (its times are its own)."""
+        columns, latest, series, stored = [], [], [], []
+        for s in order:
+            if type(s) is _Latest:
+                latest.append(s._tv)
+                stored.append(False)
+            elif s._t is None:
+                columns.append(s._v)
+                series.append(s)
+                stored.append(True)
+            else:
+                return None
+        labels = list(map(_LABELS, samples))
+        if set(map(type, labels)) != {Labels}:  # a mutable mapping may be the same object with new contents
+            return None
+        plan = _Plan(labels=labels, names=list(map(_NAME, samples)), columns=columns,
+                     stored=None if all(stored) else stored, latest=latest, series=series, scrape=scrape,
+                     epoch=data.clock.epoch)
+        plan.settle(self.capacity, self._slack)
+        return plan
+
+    def _follow(self, data: _TargetData, plan: _Plan, scrape: int, timestamp: float,
+                samples: Sequence[Sample]) -> bool:
+        """Store a scrape like the last by its plan, from C; False (nothing stored) when it is not like it."""
+        if (scrape != plan.scrape + 1 or plan.epoch != data.clock.epoch or len(samples) != len(plan.labels)
+                or list(map(_LABELS, samples)) != plan.labels or list(map(_NAME, samples)) != plan.names
+                or list(map(_STAMP, samples)).count(None) != len(samples)):
+            return False
+        values = list(map(_VALUE, samples))
+        stored = plan.stored
+        deque(map(array.append, plan.columns, values if stored is None else compress(values, stored)), 0)
+        if plan.latest:
+            assert stored is not None
+            latest = plan.latest
+            deque(map(setitem, latest, repeat(1), compress(values, map(not_, stored))), 0)
+            deque(map(setitem, latest, repeat(0), repeat(timestamp, len(latest))), 0)
+        plan.scrape = scrape
+        plan.due -= 1
+        if plan.due <= 0:
+            plan.settle(self.capacity, self._slack)
+        if len(data.clock.times) > self.capacity + self._slack:
+            self._cut_clock(data)
+        return True
+
     def _admit(self, data: _TargetData, name: str, labels: Mapping[str, str], result: IngestResult,
-               swept: list[bool]) -> Series | None:
+               swept: list[bool], scrape: int | None) -> Series | None:
         """The stored series for (name, labels), made when both caps allow; None when it is dropped."""
-        key = (name, tuple(sorted(labels.items())))
+        key = series_key(name, labels)
+        kept = key[1]  # the label set the series keeps: the key's, its one copy
         table = data.series
         series = table.get(key)
         if series is None:
-            cost = label_cost(name, labels)
+            cost = label_cost(name, kept)
             if not self._fits(data, cost) and not swept[0]:
                 swept[0] = True
                 if self._evict_stale(data):
                     self._forget_known(data)  # it may point at evicted series or remember "dropped"
             if self._fits(data, cost):
-                series = table[key] = Series(name, labels, capacity=self.capacity, cost=cost)
+                keep = self.keep
+                if keep is None or keep(name):
+                    series = Series(name, kept, capacity=self.capacity, cost=cost)
+                    if scrape is not None:
+                        series._align(data.clock, scrape)
+                else:
+                    series = _Latest(name, kept, cost=cost)
+                table[key] = series
                 data.by_name.setdefault(name, []).append(series)
                 data.label_bytes += cost
             else:
@@ -445,6 +730,17 @@ class Store:
         if type(labels) is Labels:  # immutable: safe to remember by identity
             data.known[id(labels)] = (labels, name, series)  # holding it keeps the id unique
         return series
+
+    def _cut_clock(self, data: _TargetData) -> None:
+        """Cut the target's clock to its newest ``capacity`` scrapes; a series left behind (it stopped
+        coming, and its newest point is older than those) takes a copy of its times first."""
+        clock = data.clock
+        floor = clock.base + len(clock.times) - self.capacity
+        for series in data.series.values():
+            if type(series) is Series and series._t is None and series._s0 + series._start() < floor:
+                series._own()
+        del clock.times[:floor - clock.base]
+        clock.base = floor
 
     def _fits(self, data: _TargetData, cost: int) -> bool:
         return len(data.series) < self.max_series and data.label_bytes + cost <= self.max_label_bytes
@@ -471,6 +767,8 @@ class Store:
             return 0
         for key in stale:
             series = data.series.pop(key)
+            if type(series) is Series and series._t is None:
+                series._own()  # a caller may still hold it; the clock will not keep its times
             data.label_bytes -= series.cost
             same_name = data.by_name[series.name]
             same_name.remove(series)

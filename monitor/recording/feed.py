@@ -15,6 +15,7 @@ from typing import Any
 from ptmon.monitor.dashboard import Dashboard
 from ptmon.monitor.evals import EvalLog
 from ptmon.monitor.live import LiveFeed
+from ptmon.monitor.reads import is_read
 from ptmon.monitor.recording.history import History, load_history
 from ptmon.monitor.recording.meta import settings_to_json
 from ptmon.monitor.recording.writer import Recorder, TappedStore
@@ -107,6 +108,7 @@ def recording_feed(settings: Settings, path: str, *, retention_s: float | None =
     except BaseException:
         recorder.close()
         raise
-    store = TappedStore(recorder, max_series=settings.max_series, max_label_bytes=settings.max_label_bytes)
+    store = TappedStore(recorder, max_series=settings.max_series, max_label_bytes=settings.max_label_bytes,
+                        keep=is_read)
     feed = LiveFeed(settings, store=store, evals=past.evals if past else None, **feed_kwargs)
     return RecordingFeed(feed, recorder, history=past)

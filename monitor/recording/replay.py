@@ -36,6 +36,7 @@ from ptmon.monitor.evals import Baseline, EvalLog, observe_evals
 from ptmon.monitor.events import Event, EventLog, as_of
 from ptmon.monitor.exposed import GPU_SECONDS
 from ptmon.monitor.parse import Labels, Sample
+from ptmon.monitor.reads import is_read
 from ptmon.monitor.recording.codec import HealthRecord
 from ptmon.monitor.recording.reader import AlertSpan, Recording, StoredScrape
 from ptmon.monitor.settings import Settings
@@ -278,7 +279,7 @@ class ReplayFeed:
     def _reset(self, resume: Checkpoint | None) -> None:
         kwargs = {"capacity": self._capacity} if self._capacity else {}
         self.store = Store(max_series=self.settings.max_series, max_label_bytes=self.settings.max_label_bytes,
-                           **kwargs)
+                           keep=is_read, **kwargs)
         self.source = ReplaySource(self.recording, store=self.store, settings=self.settings,
                                    on_health=self._log_health, resume=resume)
         self._evals = EvalLog()

@@ -27,6 +27,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ptmon.monitor.dashboard import Alert, TargetHealth
 from ptmon.monitor.parse import Sample
@@ -381,8 +382,9 @@ class TappedStore(Store):
     """A Store that hands every ingest to a recorder, after storing it (the tap never changes what is stored)."""
 
     def __init__(self, recorder: Recorder, *, capacity: int | None = None, max_series: int | None = None,
-                 max_label_bytes: int | None = None) -> None:
-        kwargs = {}
+                 max_label_bytes: int | None = None, keep: Callable[[str], bool] | None = None) -> None:
+        """``keep``: the Store's (which names' history it keeps); the recorder is handed every sample."""
+        kwargs: dict[str, Any] = {"keep": keep}
         if max_label_bytes is not None:
             kwargs["max_label_bytes"] = max_label_bytes
         if capacity is not None:

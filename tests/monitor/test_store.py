@@ -216,7 +216,7 @@ def test_spans_columns_and_drops_equal_a_scan_of_the_points(capacity, values, qu
             assert s.span() == reference_span(kept)
 
 
-def test_a_series_costs_about_16_bytes_a_point() -> None:
+def _bytes_per_point(own_times: bool) -> float:
     import tracemalloc
 
     tracemalloc.start()
@@ -224,12 +224,23 @@ def test_a_series_costs_about_16_bytes_a_point() -> None:
         before = tracemalloc.get_traced_memory()[0]
         store = Store(capacity=1000)
         for t in range(1000):
-            store.ingest("a", float(t), [Sample("m", {"i": str(i)}, float(t)) for i in range(50)])
+            stamp = float(t) if own_times else None
+            store.ingest("a", float(t), [Sample("m", {"i": str(i)}, float(t), stamp) for i in range(50)])
         used = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    per_point = used / (50 * 1000)
+    return used / (50 * 1000)
+
+
+def test_a_series_with_its_own_timestamps_costs_about_16_bytes_a_point() -> None:
+    per_point = _bytes_per_point(own_times=True)
     assert 16 <= per_point < 24, per_point  # two float64 columns, plus the front-cut slack
+
+
+def test_a_series_in_step_with_its_scrapes_costs_about_8_bytes_a_point() -> None:
+    """Its times are the target's scrape times, held once for all its series: a value column only."""
+    per_point = _bytes_per_point(own_times=False)
+    assert 8 <= per_point < 12, per_point  # one float64 column, the slack, and the target's clock shared by 50
 
 
 # --- non-finite points (issue 14): a VictoriaMetrics raw answer carries staleness markers (NaN) -------
