@@ -299,12 +299,16 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         Columns that do not fit the box are left out whole (ptmon.monitor.widgets.fit), so a
         number is never cropped by the border.
         """
-        # Columns only grow (until the filter changes): values ticking 9ms -> 10ms don't make the
-        # table dance, and an unchanged virtual size spares the whole screen a re-layout.
-        widths = list(self._widths or [0] * len(header))  # the widest value of each column (labels: _fit)
+        # Columns keep their widest width (until the filter changes): values ticking 9ms -> 10ms don't
+        # make the table dance, and an unchanged virtual size spares the whole screen a re-layout. A
+        # column whose widest value now is under half that narrows to it: an error that passed must not
+        # keep the URLs left out for the rest of the run.
+        now = [0] * len(header)  # the widest value of each column (labels: _fit)
         for _, cells in shown:
             for i, cell in enumerate(cells):
-                widths[i] = max(widths[i], cell.cell_len)
+                now[i] = max(now[i], cell.cell_len)
+        kept = self._widths or now
+        widths = [w if 2 * w < k else max(w, k) for w, k in zip(now, kept, strict=True)]
         old_widths, old_cells = self._widths, self._drawn
         self._widths = widths
         columns, drawn_widths, labels = self._fit(header, widths)

@@ -121,3 +121,26 @@ async def test_hidden_columns_leave_the_rows_and_header_clicks_sort_by_the_shown
         assert table.shown_indexes == (0,)
         table.reverse_sort()
         assert table.sort_reverse
+
+
+async def test_a_column_left_out_for_a_long_error_comes_back_once_the_error_is_gone() -> None:
+    # Columns keep their widest width so ticking values don't make the table dance; but an error that
+    # passed (a target's first scrape timing out on a busy machine) must not hide the URLs for the rest of
+    # the run: a column whose widest value is now under half its remembered width narrows to it.
+    long_error = "no answer from the target within 0.8 s (timeout; it may be busy or overloaded)" * 2
+    app = Host()
+    async with app.run_test(size=(100, 24)) as pilot:
+        table = app.query_one(TargetsTable)
+        url = table.column_labels.index("url")
+        up = tuple(TargetHealth(f"rollout-{i}", f"http://10.0.0.{i}:8000/metrics", "rollout", True,
+                                last_scrape=99.0, scrape_seconds=0.004, samples=53) for i in range(2))
+        table.show(up, now=100.0)
+        await pilot.pause()
+        assert url in table.shown_columns
+        table.show((TargetHealth("rollout-0", up[0].url, "rollout", False, last_scrape=99.0, error=long_error),
+                    up[1]), now=101.0)
+        await pilot.pause()
+        assert url not in table.shown_columns  # the error takes the room; the URL gives way first
+        table.show(up, now=102.0)
+        await pilot.pause()
+        assert url in table.shown_columns
