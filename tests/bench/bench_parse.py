@@ -1,6 +1,6 @@
 """Parser throughput: ptmon's ExpositionParser against prometheus_client's parser and against itself at 7c5fd71.
 
-Run: ``python -m tests.bench.bench_parse [--workers 64] [--rounds 5] [--only NAME]``
+Run: ``python -m tests.bench.bench_parse [--workers 64] [--rounds 5] [--only NAME] [--rev REV]``
 
 Pages: every file of tests/fixtures/exposition (the metadata-heavy captures of
 Alertmanager, Prometheus, Pushgateway and VictoriaMetrics, and third_party/, the
@@ -232,8 +232,9 @@ def keep_saving(*, rounds: int, budget: float) -> None:
           f"keeping {kept} ({a / b:.2f}x the time, saving {1 - a / b:.0%}); cold with keep {total / c * 1e6:7.0f} us")
 
 
-def report(*, rounds: int = 30, budget: float = 0.002, workers: int = 64, only: str = "") -> list[dict[str, Any]]:
-    old = at_revision(BASELINE).module("monitor.parse")
+def report(*, rounds: int = 30, budget: float = 0.002, workers: int = 64, only: str = "",
+           rev: str = BASELINE) -> list[dict[str, Any]]:
+    old = at_revision(rev).module("monitor.parse")
     rows = []
     for page in pages(workers=workers):
         if only and only not in page.name:
@@ -246,7 +247,7 @@ def report(*, rounds: int = 30, budget: float = 0.002, workers: int = 64, only: 
 
     rows.sort(key=lambda row: ratio(row, "cold", "prometheus_client") if "prometheus_client" in row else math.inf)
     print(f"{'page':52s} {'samples':>7s} {'lines':>5s} | {'cold':>6s} {'steady':>6s} x prometheus_client | "
-          f"{'cold':>5s} {'steady':>6s} x {BASELINE}")
+          f"{'cold':>5s} {'steady':>6s} x {rev}")
     for row in rows:
         print(f"{row['page']:52s} {row['samples']:7d} {row['lines']:5d} | "
               f"{ratio(row, 'cold', 'prometheus_client'):5.1f}x "
@@ -262,10 +263,11 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
                     help="interleaved windows per run; the best of each is kept (a shared machine is noisy)")
     ap.add_argument("--budget", type=float, default=0.002, help="seconds of each measurement window")
     ap.add_argument("--only", default="", help="only the pages whose name holds this")
+    ap.add_argument("--rev", default=BASELINE, help="the git revision whose parser is the baseline")
     args = ap.parse_args(argv)
     bodies = build_scrapes(workers=args.workers, scrapes=1)
     assert len(parse(bodies[0])) == _oracle_count(bodies[0]), "parsers disagree on the sample count"
-    rows = report(rounds=args.rounds, budget=args.budget, workers=args.workers, only=args.only)
+    rows = report(rounds=args.rounds, budget=args.budget, workers=args.workers, only=args.only, rev=args.rev)
     if not args.only:
         keep_saving(rounds=args.rounds, budget=args.budget)
     return rows

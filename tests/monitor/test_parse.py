@@ -16,6 +16,7 @@ import os
 import pickle
 import random
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -927,6 +928,13 @@ class _PageLoopOnly(ExpositionParser):
         return None
 
 
+class _ColumnsAlways(ExpositionParser):
+    """A cold parser that tries the column path on any page, however few its samples."""
+
+    __slots__ = ()
+    _COLUMNS_FROM = -sys.maxsize
+
+
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_scrapes(), st.sampled_from([False, True, None]))
 def test_the_three_cold_paths_agree_on_any_input(bodies: list[str], om: bool | None) -> None:
@@ -934,17 +942,48 @@ def test_the_three_cold_paths_agree_on_any_input(bodies: list[str], om: bool | N
         expected = _outcome(_line_by_line(), body, om)
         assert _outcome(ExpositionParser(), body, om) == expected, body
         assert _outcome(_PageLoopOnly(), body, om) == expected, body
+        assert _outcome(_ColumnsAlways(), body, om) == expected, body
 
 
 @pytest.mark.parametrize("name", FIXTURE_FILES + [f"third_party/{n}" for n in THIRD_PARTY])
 def test_fixture_cold_paths_agree_and_fill_the_same_caches(name: str) -> None:
     text = _read(name)
-    parsers = [ExpositionParser(), _PageLoopOnly(), _line_by_line()]
+    parsers = [ExpositionParser(), _PageLoopOnly(), _line_by_line(), _ColumnsAlways()]
     results = [_key(p.parse(text)) for p in parsers]
-    assert results[0] == results[1] == results[2]
+    assert results[0] == results[1] == results[2] == results[3]
     om = name.endswith(".txt")
-    assert parsers[0]._caches[om].keys() == parsers[1]._caches[om].keys() == parsers[2]._caches[om].keys()
-    assert parsers[0]._held == parsers[1]._held == parsers[2]._held
+    keys = [p._caches[om].keys() for p in parsers]
+    assert keys[0] == keys[1] == keys[2] == keys[3]
+    assert parsers[0]._held == parsers[1]._held == parsers[2]._held == parsers[3]._held
+
+
+class _CountsColumns(ExpositionParser):
+    """A parser that counts the pages it tried a column at a time."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.columns = 0
+
+    def _parse_common(self, *args: Any) -> bool | None:
+        self.columns += 1
+        return super()._parse_common(*args)
+
+
+@pytest.mark.parametrize(("name", "columns"), [
+    ("third_party/llamacpp_help_text_commit_snippet.prom", 0),  # 8 lines: the column path's fixed cost
+    ("prometheus_2.42.0.prom", 0),  # metadata-heavy: HELP/TYPE lines are cheaper match by match
+    ("alertmanager_0.25.0.prom", 0),
+    ("victoria_metrics_1.79.5.prom", 1),  # 765 sample lines, no metadata
+])
+def test_a_cold_page_takes_columns_only_when_it_has_many_samples(name: str, columns: int) -> None:
+    parser = _CountsColumns()
+    assert _key(parser.parse(_read(name))) == _key(_line_by_line().parse(_read(name)))
+    assert parser.columns == columns
+    fleet = "".join(f'w_total{{worker="w{i:03d}"}} {i}\n' for i in range(ExpositionParser._COLUMNS_FROM))
+    big = _CountsColumns()
+    assert len(big.parse(fleet)) == ExpositionParser._COLUMNS_FROM and big.columns == 1
 
 
 def _moved(text: str, step: int) -> str:
