@@ -27,6 +27,7 @@ from ptmon.exporters import schema
 from ptmon.monitor import exposed
 from ptmon.monitor.dashboard import TargetHealth, WorkerRow
 from ptmon.monitor.derive import span_counter_total
+from ptmon.monitor.parse import Sample
 from ptmon.monitor.settings import Settings
 from ptmon.monitor.store import Series, Store
 from ptmon.monitor.targets import known_targets
@@ -144,8 +145,11 @@ def detail_from_health(health: TargetHealth, *, now: float, window_s: float, wor
 
 def build_detail(store: Store, health: Sequence[TargetHealth], settings: Settings, *, name: str, now: float,
                  window_s: float, scrapes: Sequence[ScrapeRecord] = (), worker: WorkerRow | None = None,
-                 rates_since: float | None = None) -> TargetDetail | None:
+                 rates_since: float | None = None, unread: Sequence[Sample] = ()) -> TargetDetail | None:
     """``name``'s detail, None when no health report nor data speaks of it.
+
+    ``unread``: the target's latest samples the store was not handed (a scraper that skips unread names,
+    ``Scraper.unread``), listed among the raw series as the store's own.
 
     Rates follow the build's rules (``Window``: PromQL's rate, cut to where this monitor's data on the
     target begins and to ``rates_since``), so an env's rates add up to the worker row's.
@@ -159,7 +163,7 @@ def build_detail(store: Store, health: Sequence[TargetHealth], settings: Setting
         if firsts else None
     w = Window(now - window_s, now, coverage={name: begin} if begin is not None else None)
     rollouts = _series(store, name, exposed.ROLLOUTS)
-    series, total = _raw_series(store, name)
+    series, total = _raw_series(store, name, unread)
     counted = _Counted(w, firsts[0] if firsts else None)
     return TargetDetail(
         name=name, now=now, window_s=window_s, health=target.health, worker=worker,
@@ -293,13 +297,17 @@ def _errors(store: Store, name: str, counted: _Counted, scrapes: Sequence[Scrape
     return tuple(events[-MAX_ERRORS_SHOWN:])
 
 
-def _raw_series(store: Store, name: str) -> tuple[tuple[RawSeries, ...], int]:
-    """Every series with its latest value (a NaN shown as such: it is what the target sent), by name."""
-    rows = []
+def _raw_series(store: Store, name: str, unread: Sequence[Sample] = ()) -> tuple[tuple[RawSeries, ...], int]:
+    """Every series with its latest value (a NaN shown as such: it is what the target sent), by name;
+    ``unread``'s too (a series the store also holds is listed once, as the store has it)."""
+    rows = [RawSeries(s.name, tuple(sorted(s.labels.items())), s.value,
+                      s.timestamp if s.timestamp is not None else math.nan)
+            for s in unread if not any(x.labels == s.labels for x in store.series(name, s.name))]
+    extra = len(rows)
     for metric in sorted(store.names(name)):
         for s in store.series(name, metric):
             last = s.last()
             if last is not None:
                 rows.append(RawSeries(metric, tuple(sorted(s.labels.items())), last[1], last[0]))
     rows.sort(key=lambda r: (r.name, r.labels))
-    return tuple(rows[:MAX_SERIES_SHOWN]), store.series_count(name)
+    return tuple(rows[:MAX_SERIES_SHOWN]), store.series_count(name) + extra

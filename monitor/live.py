@@ -22,7 +22,7 @@ from ptmon.monitor.dashboard import Alert, Dashboard, TargetHealth, WorkerRow
 from ptmon.monitor.detail import ScrapeLog, TargetDetail, build_detail
 from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.reads import is_read
-from ptmon.monitor.settings import Settings
+from ptmon.monitor.settings import Settings, Target
 from ptmon.monitor.sources.base import Source
 from ptmon.monitor.sources.combined import Sources
 from ptmon.monitor.sources.files import FileSource, file_targets
@@ -61,11 +61,14 @@ class LiveFeed:
         # Either source fills the same store with the same samples; nothing below here can tell which.
         self._scraper: Source
         self._prometheus: PrometheusSource | None = None
+        self._endpoints: Scraper | None = None  # the direct scraper, which holds the unread series' latest
         if settings.prometheus is not None:
             self._scraper = self._prometheus = PrometheusSource.from_settings(
                 settings, store=self.store, transport=transport, clock=clock)
         else:
-            self._scraper = _direct(settings, store=self.store, transport=transport, clock=clock)
+            self._endpoints = Scraper.from_settings(replace(settings, targets=_endpoints(settings)), store=self.store,
+                                                    transport=transport, clock=clock)
+            self._scraper = _direct(settings, self._endpoints, store=self.store, clock=clock)
         # ``evals``: the run's evals from before this monitor started (a recording's), to go on from.
         self._evals = evals if evals is not None else EvalLog()
         self._baseline: Baseline | None = None
@@ -123,8 +126,10 @@ class LiveFeed:
 
     def _build_detail(self, name: str, window_s: float, health: Sequence[TargetHealth], now: float,
                       worker: WorkerRow | None) -> TargetDetail | None:
+        unread = self._endpoints.unread(name) if self._endpoints is not None else ()
         return build_detail(self.store, health, self._settings, name=name, now=now, window_s=window_s,
-                            scrapes=self._scrapes.of(name), worker=worker, rates_since=self._rates_since)
+                            scrapes=self._scrapes.of(name), worker=worker, rates_since=self._rates_since,
+                            unread=unread)
 
     def _evaluated(self, window_s: float) -> Evaluated | None:
         """The Prometheus server's last answers, an input of the build (which prefers them where they are
@@ -173,14 +178,14 @@ async def _yielding(steps: Generator[None, None, Dashboard]) -> Dashboard:
             since = clock()
 
 
-def _direct(settings: Settings, *, store: Store, transport: httpx.AsyncBaseTransport | None,
-            clock: Callable[[], float]) -> Source:
-    """The endpoints scraped and the metrics files tailed (``Target.path``), one source for both kinds."""
+def _endpoints(settings: Settings) -> tuple[Target, ...]:
+    return tuple(t for t in settings.targets if t.path is None)
+
+
+def _direct(settings: Settings, scraper: Scraper, *, store: Store, clock: Callable[[], float]) -> Source:
+    """The endpoints scraped (``scraper``) and the metrics files tailed (``Target.path``), one source for both."""
     files = file_targets(settings.targets)
-    endpoints = tuple(t for t in settings.targets if t.path is None)
-    scraper = Scraper.from_settings(replace(settings, targets=endpoints), store=store, transport=transport,
-                                    clock=clock)
     if not files:
         return scraper
     tails = FileSource.from_settings(settings, store=store, clock=clock)
-    return Sources((scraper, tails), names=[t.name for t in settings.targets]) if endpoints else tails
+    return Sources((scraper, tails), names=[t.name for t in settings.targets]) if _endpoints(settings) else tails

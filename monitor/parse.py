@@ -581,6 +581,17 @@ class ExpositionParser:
         self._keep = keep
         self._skipped = 0  # lines of series ``keep`` rejected, on the page being parsed
 
+    @property
+    def skipped(self) -> int:
+        """The sample lines of the last page ``keep`` rejected (not returned): its samples are these and
+        the ones returned, so a scrape's sample and series counts stay whole."""
+        return self._skipped
+
+    def skipped_series(self, *, openmetrics: bool) -> int:
+        """How many distinct series ``keep`` rejected on the last page of that format (a series written
+        twice is one), from the cache, which holds that page's series."""
+        return list(self._caches[bool(openmetrics)].values()).count(_SKIP) if self._skipped else 0
+
     def parse(self, text: str, *, openmetrics: bool | None = None) -> list[Sample]:
         """Parse one scrape's body; raises :class:`ParseError` on the first invalid line."""
         om = _detect_openmetrics(text) if openmetrics is None else bool(openmetrics)

@@ -599,6 +599,13 @@ class Store:
         self._slack = max(1, capacity // _SLACK_FRACTION)
         self._targets: dict[str, _TargetData] = {}
 
+    @property
+    def wanted(self) -> Callable[[str], bool] | None:
+        """The sample names ``ingest`` must be handed; None: every one. A source that parses may skip the
+        rest (its parser's ``keep``): this store keeps only their newest point, which such a source keeps
+        itself (the detail's raw series) far more cheaply than a series each."""
+        return self.keep
+
     def ingest(self, target: str, timestamp: float, samples: Iterable[Sample]) -> IngestResult:
         """Append one scrape's samples at ``timestamp`` (a sample's own timestamp wins)."""
         data = self._targets.get(target)

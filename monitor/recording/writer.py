@@ -394,6 +394,11 @@ class TappedStore(Store):
         super().__init__(**kwargs)
         self.recorder = recorder
 
+    @property
+    def wanted(self) -> Callable[[str], bool] | None:
+        """Every sample: the recording keeps every series, read or not (a replay's detail lists them)."""
+        return None
+
     def ingest(self, target: str, timestamp: float, samples: Iterable[Sample]) -> IngestResult:
         batch = samples if isinstance(samples, (list, tuple)) else list(samples)
         result = super().ingest(target, timestamp, batch)

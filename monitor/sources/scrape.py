@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import operator
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -72,6 +72,11 @@ class _TargetState(PollState):
     samples: int = 0
     dropped_series: int = 0
     recognised: bool | None = None
+    # The last good page, when the parser skips unread series (``Store.wanted``): their lines are counted
+    # (``skipped``) and their latest values read from ``page`` only when a detail asks (``Scraper.unread``).
+    skipped: int = 0  # series (not lines: a series written twice is one)
+    page: tuple[float, str, bool] | None = None  # (scrape time, text, OpenMetrics)
+    unread: tuple[str, tuple[Sample, ...]] | None = None  # the page's unread samples, once parsed from it
     request: httpx.Request | None = None  # the GET, built once (per deadline): see Scraper._request
     request_timeout: float = 0.0
     origin: tuple[str, str, int | None] = ("", "", None)
@@ -93,6 +98,9 @@ _NAME = operator.attrgetter("name")
 _READ = operator.methodcaller("startswith", schema.READ_PREFIXES)
 
 
+_READ_LINES = tuple("\n" + prefix for prefix in schema.READ_PREFIXES)
+
+
 def _recognised(samples: list[Sample]) -> bool:
     """Whether a page carries anything ptmon reads (its own metrics, an engine's, DCGM's).
 
@@ -103,13 +111,26 @@ def _recognised(samples: list[Sample]) -> bool:
     return any(map(_READ, set(map(_NAME, samples))))
 
 
-def _decode_and_parse(parser: ExpositionParser, body: bytes, openmetrics: bool) -> list[Sample]:
+def _names_recognised(text: str) -> bool:
+    """Whether any line of ``text`` starts with a prefix ptmon reads: for the series a parser skipped (a
+    page of only unread names is not recognised; an unread name of ours still is). Searched in C, only
+    when the samples kept do not already say so."""
+    return text.startswith(schema.READ_PREFIXES) or any(map(text.__contains__, _READ_LINES))
+
+
+def _decode(body: bytes) -> str:
     try:
-        text = body.decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = body.count(b"\n", 0, exc.start) + 1
         raise BadBody(f"line {line}: invalid UTF-8 (byte 0x{body[exc.start]:02x})") from None
-    return parser.parse(text, openmetrics=openmetrics)
+
+
+def _decode_and_parse(parser: ExpositionParser, body: bytes, openmetrics: bool) -> tuple[str, list[Sample]]:
+    text = _decode(body)
+    return text, parser.parse(text, openmetrics=openmetrics)
+
+
 
 
 class Scraper(Poller[_TargetState]):
@@ -154,9 +175,13 @@ class Scraper(Poller[_TargetState]):
         # cardinality explosion costs neither seconds of CPU nor parser caches as big as the body allows.
         if max_lines is None:
             max_lines = _LINES_PER_SERIES_CAP * store.max_series
+        # The store's wanted names, parsed; the other lines are skipped at a dict lookup each (a worker
+        # page: 808 of 1,021), counted in the health, and read from the kept page when a detail lists them.
+        self._keep = store.wanted
         for t in targets:
             auth = auth_for(t, where=f"target {t.name}")
-            parser = ExpositionParser(max_label_value_length=max_label_value_length, max_lines=max_lines)
+            parser = ExpositionParser(max_label_value_length=max_label_value_length, max_lines=max_lines,
+                                      keep=self._keep)
             key = (True, None) if transport is not None else (t.verify_tls, t.ca_file)
             self._states.append(_TargetState(target=t, parser=parser, auth=auth, tls_key=key))
         self._transports: dict[TLSKey, httpx.AsyncBaseTransport] = {}
@@ -189,7 +214,7 @@ class Scraper(Poller[_TargetState]):
         return tuple(self._health_of(st) for st in self._states)
 
     def _health_of(self, st: _TargetState) -> TargetHealth:
-        series = self._store.series_count(st.target.name)
+        series = self._store.series_count(st.target.name) + st.skipped
         cached = st.health
         if cached is not None and cached.series == series:
             return cached
@@ -226,9 +251,9 @@ class Scraper(Poller[_TargetState]):
         openmetrics = _parse.is_openmetrics(content_type)
         try:
             if len(body) > _THREAD_PARSE_BYTES:
-                samples = await asyncio.to_thread(_decode_and_parse, st.parser, body, openmetrics)
+                text, samples = await asyncio.to_thread(_decode_and_parse, st.parser, body, openmetrics)
             else:
-                samples = _decode_and_parse(st.parser, body, openmetrics)
+                text, samples = _decode_and_parse(st.parser, body, openmetrics)
         except (FetchError, _parse.ParseError) as exc:
             st.failed(short(str(exc)), at=self._clock(), seconds=time.perf_counter() - t0)
             return
@@ -240,13 +265,38 @@ class Scraper(Poller[_TargetState]):
         # the series that fit were stored and keep flowing; the error says what is missing.
         st.up = not result.dropped_series
         st.last_success = st.last_attempt
-        st.samples = len(samples)
+        skipped = st.parser.skipped
+        st.skipped = st.parser.skipped_series(openmetrics=openmetrics)
+        st.samples = len(samples) + skipped
         st.dropped_series = result.dropped_series
-        st.recognised = _recognised(samples)
+        st.recognised = _recognised(samples) or (skipped > 0 and _names_recognised(text))
+        if self._keep is not None:
+            st.page, st.unread = (stamp, text, openmetrics), None
         if result.dropped_series:
             st.error = series_limit_error(self._store.max_series, result.dropped_series,
                                           over_label_bytes=result.over_label_bytes,
                                           max_label_bytes=self._store.max_label_bytes)
+
+    def unread(self, name: str) -> tuple[Sample, ...]:
+        """Target ``name``'s samples of its last good page that the store was not handed (its unread names),
+        each stamped with that scrape's time unless it has its own; parsed from the page on the first ask."""
+        st = next((s for s in self._states if s.target.name == name), None)
+        if st is None or st.page is None or self._keep is None:
+            return ()
+        stamp, text, openmetrics = st.page
+        if st.unread is None or st.unread[0] is not text:
+            keep = self._keep
+            parser = ExpositionParser(max_label_value_length=None, max_series_bytes=None,
+                                      max_page_series_bytes=None, keep=lambda n: not keep(n))
+            try:
+                samples = parser.parse(text, openmetrics=openmetrics)
+            except _parse.ParseError:
+                samples = []  # a skipped line's value went bad: the warm parse never read it, nor can this
+            first: dict[tuple[str, Mapping[str, str]], Sample] = {}
+            for s in samples:  # a series written twice is one, as the store keeps it: its first value
+                first.setdefault((s.name, s.labels), s if s.timestamp is not None else s._replace(timestamp=stamp))
+            st.unread = (text, tuple(first.values()))
+        return st.unread[1]
 
     async def _fetch(self, st: _TargetState) -> tuple[bytes, str | None]:
         transport = self._transport(st.tls_key)

@@ -1,7 +1,11 @@
 """Per-scrape CPU of the direct scraper, today's against an earlier commit's, on the same loopback targets.
 
 Run: ``python -m tests.bench.bench_scrape [--targets 64] [--samples 1000] [--rounds 20] [--reps 3]
-[--mode keepalive|close|gzip] [--host 127.0.0.1] [--rev 7c5fd71] [--profile FILE]``
+[--mode keepalive|close|gzip] [--page synthetic|worker] [--host 127.0.0.1] [--rev 7c5fd71] [--profile FILE]``
+
+``--page worker`` serves ``tests/bench/scale_targets.py``'s rollout worker page (1,021 samples, 213 of
+names ptmon reads, its values moving) to scrapers over the live feed's store (``Store(keep=is_read)``),
+as ``ptmon watch`` scrapes: what skipping the unread series saves.
 
 A child process serves ``--targets`` synthetic worker pages (``--samples``
 lines each, ~100 bytes a line, counters moving every scrape) on as many
@@ -31,6 +35,7 @@ import gzip
 import importlib
 import os
 import pstats
+import re
 import signal
 import statistics
 import subprocess
@@ -41,6 +46,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from ptmon.monitor.reads import is_read
 from tests.bench.history import at_revision
 
 __all__ = ["Code", "current", "at", "page", "main"]
@@ -74,6 +80,16 @@ def at(rev: str) -> Code:
     return _code(f"{rev} ({revision.sha[:9]})", revision.module)
 
 
+def worker_pages() -> list[bytes]:
+    """The scale benchmark's worker page in ``_VARIANTS`` versions, every value moved by the version."""
+    from tests.bench.scale_targets import worker_page
+    base = worker_page()
+
+    def moved(v: int) -> bytes:
+        return re.sub(r" (\d+\.\d+)$", lambda m: f" {float(m.group(1)) + v}", base, flags=re.M).encode()
+    return [moved(v) for v in range(_VARIANTS)]
+
+
 def page(worker: int, samples: int, variant: int) -> bytes:
     """A synthetic worker page: one counter over ``samples`` label sets, ~110 bytes a line (no name ptmon reads)."""
     lines = ["# HELP worker_tokens_total Tokens generated.\n# TYPE worker_tokens_total counter\n"]
@@ -99,10 +115,11 @@ def _answer(mode: str, body: bytes, zipped: bytes, accept_gzip: bool) -> bytes:
             b"Content-Length: %d\r\n\r\n" % len(body)) + body
 
 
-async def _serve(targets: int, samples: int, mode: str) -> None:
+async def _serve(targets: int, samples: int, mode: str, kind: str = "synthetic") -> None:
     ports: list[int] = []
+    workers = worker_pages() if kind == "worker" else []
     for w in range(targets):
-        bodies = [page(w, samples, v) for v in range(_VARIANTS)]
+        bodies = workers or [page(w, samples, v) for v in range(_VARIANTS)]
         zipped = [gzip.compress(b, 1) for b in bodies]
         count = [0]
 
@@ -129,9 +146,9 @@ async def _serve(targets: int, samples: int, mode: str) -> None:
     await asyncio.Event().wait()
 
 
-def _start_server(targets: int, samples: int, mode: str) -> tuple[subprocess.Popen[str], list[int]]:
+def _start_server(targets: int, samples: int, mode: str, kind: str) -> tuple[subprocess.Popen[str], list[int]]:
     proc = subprocess.Popen([sys.executable, "-m", "tests.bench.bench_scrape", "--serve", mode,
-                             "--targets", str(targets), "--samples", str(samples)],
+                             "--targets", str(targets), "--samples", str(samples), "--page", kind],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -143,9 +160,10 @@ def _start_server(targets: int, samples: int, mode: str) -> tuple[subprocess.Pop
 # -- this process: the scrapers -------------------------------------------------------------------------
 
 
-def _scraper(code: Code, ports: list[int], host: str = "127.0.0.1") -> Any:
+def _scraper(code: Code, ports: list[int], host: str = "127.0.0.1", *, kind: str = "synthetic") -> Any:
     targets = [code.Target(name=f"w{i}", url=f"http://{host}:{p}/metrics") for i, p in enumerate(ports)]
-    return code.Scraper(targets, store=code.Store(), interval_s=1.0, timeout_s=30.0, concurrency=16)
+    store = code.Store(keep=is_read) if kind == "worker" else code.Store()
+    return code.Scraper(targets, store=store, interval_s=1.0, timeout_s=30.0, concurrency=16)
 
 
 async def _round(scraper: Any) -> float:
@@ -219,7 +237,7 @@ def _samples(scraper: Any) -> int:
 
 
 async def _run(args: argparse.Namespace, codes: list[Code], ports: list[int]) -> dict[str, dict[str, float]]:
-    scrapers = [_scraper(c, ports, args.host) for c in codes]
+    scrapers = [_scraper(c, ports, args.host, kind=args.page) for c in codes]
     for s in scrapers:  # warm: connections, parser caches, series created
         await s.scrape_once()
         await s.scrape_once()
@@ -271,23 +289,26 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--mode", choices=("keepalive", "close", "gzip"), default="keepalive")
     ap.add_argument("--rev", default=BASELINE)
+    ap.add_argument("--page", choices=("synthetic", "worker"), default="synthetic")
     ap.add_argument("--host", default="127.0.0.1", help="the targets' host as configured (localhost: resolved)")
     ap.add_argument("--profile", default=None, help="write a cProfile of today's rounds here")
     ap.add_argument("--serve", choices=("keepalive", "close", "gzip"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve:
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-        asyncio.run(_serve(args.targets, args.samples, args.serve))
+        asyncio.run(_serve(args.targets, args.samples, args.serve, args.page))
         return {}
     codes = [current(), at(args.rev)]
-    proc, ports = _start_server(args.targets, args.samples, args.mode)
+    proc, ports = _start_server(args.targets, args.samples, args.mode, args.page)
     try:
         per = asyncio.run(_run(args, codes, ports))
     finally:
         proc.terminate()
         proc.wait()
     now, before = (per[c.label] for c in codes)
-    body = len(page(0, args.samples, 0))
+    body = len(worker_pages()[0] if args.page == "worker" else page(0, args.samples, 0))
+    if args.page == "worker":
+        args.samples = 1021
     print(f"{args.targets} targets x {args.samples} samples ({body / 1024:.0f} KiB a page), mode {args.mode}, "
           f"{args.rounds} rounds x {args.reps} reps, medians, process CPU")
     for part in ("whole", "fetch"):
