@@ -371,7 +371,33 @@ class Series:
         points are left out, as PromQL's range selectors leave out staleness
         markers: they are neither an end, nor counted, nor a drop.
         """
-        a, b = self._finite_window(*self._window(start, end))
+        a, b = self._window(start, end)
+        if a >= b:
+            return None
+        index = self._indexed()
+        if index.nonfinite:
+            return self._finite_span(a, b)
+        # Every point finite (the usual case): the index read once, its drops bisected only when it has any.
+        # A Dashboard build spans thousands of series; this path is most of what each one costs.
+        t = self._t
+        off = 0
+        if t is None:
+            clock = self._clock
+            assert clock is not None
+            t, off = clock.times, self._s0 - clock.base
+        v = self._v
+        resets = 0.0
+        drops = index.drops
+        if drops and b - a >= 2:
+            base = self._base
+            i, k = bisect_left(index.before_at, base + a), bisect_left(drops, base + b)
+            if i < k:
+                resets = sum(index.before[i:k])
+        return Span(b - a, t[a + off], v[a], t[b - 1 + off], v[b - 1], resets)
+
+    def _finite_span(self, a: int, b: int) -> Span | None:
+        """``span`` of physical ``[a, b)`` when the series holds non-finite points: they are passed over."""
+        a, b = self._finite_window(a, b)
         if a >= b:
             return None
         (t, off), v = self._times(), self._v
@@ -430,12 +456,24 @@ class Series:
         """The reset index, brought up to the newest point: only points appended since the last call are read."""
         index = self._index
         base = self._base
+        end = base + len(self._v)
+        if index is not None and index.scanned >= end:
+            return index  # up to date: the second and later reads of a build
         if index is None:
             lo = self._start()
             index = self._index = _ResetIndex(base + lo, self._finite_before(lo))
         first = max(index.scanned, base)
-        end = base + len(self._v)
-        if first < end:
+        if first == end - 1 and isfinite(x := self._v[-1]):
+            # One new finite point (a build a scrape after the last): compared with the last finite one
+            # in place, not through add_finite's arrays and maps, as add_finite would for a one-point batch.
+            prior = index.last_finite
+            if prior >= base and (pv := self._v[prior - base]) > x:
+                index.drops.append(first)
+                index.before.append(pv)
+                index.before_at.append(prior)
+            index.last_finite = first
+            index.scanned = end
+        elif first < end:
             v = self._v
             prior = index.last_finite
             prior_value = v[prior - base] if prior >= base else None  # one cut off is no longer compared

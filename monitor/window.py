@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import islice
+from itertools import islice, repeat
 from operator import add, itemgetter, sub
 from typing import Any
 
@@ -195,7 +195,7 @@ class _Layout:
     def offset(self, at: int) -> itemgetter[Any]:
         if at != self.at:
             self.at = at
-            self.pick = itemgetter(*(at + r for r in self.rel))
+            self.pick = itemgetter(*map(add, self.rel, repeat(at)))
         return self.pick
 
 
@@ -220,7 +220,8 @@ def _target_slots(series: list[Series], lo: float, hi: float, specs: Sequence[tu
                 lay.key = key
                 # The last point at or before each bound (none before: the window's first), in C for
                 # every series of the layout.
-                lay.rel = tuple(max(min(bisect_right(times, b), e) - 1, a) - a for b in bounds)
+                found = map(min, map(bisect_right, repeat(times), bounds), repeat(e))
+                lay.rel = tuple(map(sub, map(max, map(sub, found, repeat(1)), repeat(a)), repeat(a)))
                 lay.at = -1
                 picked = lay.offset(a)(times)
                 lay.dt = list(map(max, lay.dt, map(sub, islice(picked, 1, None), picked)))

@@ -415,3 +415,25 @@ def test_a_reset_stored_in_a_burst_is_carried_even_if_nothing_read_the_series_in
     span = s.span()
     assert span is not None and span.resets == 0.0 and s.carried == 200.0
     assert span.last_v + span.resets + s.carried == 39.0 + 200.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(capacity=st.integers(2, 40),
+       values=st.lists(st.one_of(st.integers(0, 6).map(float), st.sampled_from([math.nan, math.inf])),
+                       min_size=1, max_size=120),
+       start=st.integers(-5, 130), width=st.integers(0, 40))
+def test_a_span_read_after_every_point_equals_one_read_after_all_of_them(capacity, values, start, width) -> None:
+    # The live loop spans each series once a scrape, one new point each time: the reset index's one-point
+    # update and span's all-finite path must give what a series indexed in one batch gives, and a scan.
+    stepped, batched = Series("m", {}, capacity=capacity), Series("m", {}, capacity=capacity)
+    for i, v in enumerate(values):
+        stepped.append(float(i), v)
+        batched.append(float(i), v)
+        stepped.span()
+        stepped.span(start - 0.5, start + width)
+    kept = list(zip(map(float, range(len(values))), values, strict=True))[-capacity:]
+    inside = [p for p in kept if start - 0.5 < p[0] <= start + width]
+    assert stepped.span(start - 0.5, start + width) == batched.span(start - 0.5, start + width)
+    assert stepped.span(start - 0.5, start + width) == reference_finite_span(inside)
+    assert stepped.span() == batched.span() == reference_finite_span(kept)
+    assert stepped.drop_times() == batched.drop_times()
