@@ -132,6 +132,8 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         self._widths: list[int] = []
         self._columns: tuple[int, ...] = ()  # the columns drawn, as positions in the header (the rest did not fit)
         self._drawn: list[tuple[Text, ...]] = []  # the cells each of _strips was drawn from
+        self._pieces: list[list[_Piece]] = []  # each drawn cell of each of _strips, rendered (_piece)
+        self._drawn_widths: list[int] = []  # the width each of _columns was drawn at
         self._styles: tuple[Style, Style, Style] = (Style(), Style(), Style())
         self._guard = DrawGuard(self)
         self.border_title = self.TITLE
@@ -310,33 +312,35 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
         kept = self._widths or now
         widths = [w if 2 * w < k else max(w, k) for w, k in zip(now, kept, strict=True)]
         old_widths, old_cells = self._widths, self._drawn
+        old_columns, old_drawn_widths = self._columns, self._drawn_widths
         self._widths = widths
         columns, drawn_widths, labels = self._fit(header, widths)
-        self._columns = columns
+        self._columns, self._drawn_widths = columns, drawn_widths
         self._edges = [1 + sum(drawn_widths[:k]) + _GAP * k for k in range(len(columns))]
         console = self.app.console
 
-        def line(cells: Sequence[Text]) -> Strip:
-            parts = [Text(" ")]
-            for k, i in enumerate(columns):
-                cell = cells[i].copy()
-                cell.truncate(drawn_widths[k], pad=True, overflow="ellipsis")
-                parts.append(Text(" " * _GAP) if k else Text(""))
-                parts.append(cell)
-            text = Text.assemble(*parts, no_wrap=True, end="")
-            return Strip(list(text.render(console)), text.cell_len)
-
-        header_strip = line([Text(label) for label in labels])
-        old_header, old_strips = self._header, self._strips
+        header_strip = Strip(*_join([_piece(Text(labels[i]), drawn_widths[k], console)
+                                     for k, i in enumerate(columns)]))
+        old_header, old_strips, old_pieces = self._header, self._strips, self._pieces
         # A row showing the same cells at the same widths keeps its Strip (most rows, most seconds, bar a
-        # ticking age or timing): comparing Texts costs a fraction of assembling and rendering them.
-        reuse = widths == old_widths and header_strip == old_header and len(old_strips) == len(old_cells)
-        strips = [
-            old_strips[i] if reuse and i < len(old_cells) and len(cells) == len(old_cells[i])
-            and all(map(same_text, cells, old_cells[i])) else line(cells)
-            for i, (_, cells) in enumerate(shown)
-        ]
+        # ticking age or timing): comparing Texts costs a fraction of assembling and rendering them. A row
+        # where one cell ticked renders that cell alone and keeps the other cells' segments.
+        reuse = (widths == old_widths and header_strip == old_header and len(old_strips) == len(old_cells)
+                 and columns == old_columns and drawn_widths == old_drawn_widths)
+        strips: list[Strip] = []
+        pieces: list[list[_Piece]] = []
+        for y, (_, cells) in enumerate(shown):
+            before = old_cells[y] if reuse and y < len(old_cells) and len(cells) == len(old_cells[y]) else None
+            if before is not None and all(map(same_text, cells, before)):
+                strips.append(old_strips[y])
+                pieces.append(old_pieces[y])
+                continue
+            row = [old_pieces[y][k] if before is not None and same_text(cells[i], before[i])
+                   else _piece(cells[i], drawn_widths[k], console) for k, i in enumerate(columns)]
+            strips.append(Strip(*_join(row)))
+            pieces.append(row)
         self._drawn = [cells for _, cells in shown]
+        self._pieces = pieces
         self._header, self._strips = header_strip, strips
         self.virtual_size = Size(header_strip.cell_length, len(strips) + 1)
         if header_strip != old_header or len(strips) != len(old_strips):
@@ -430,6 +434,61 @@ class SortFilterTable(ScrollView, Generic[R], can_focus=True):
             subtitle.append(" filter: ")
             subtitle.append_text(lit(self.filter_text, style="reverse"))
         self.border_subtitle = subtitle
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """One table cell cut to its column's width and rendered: its segments, cells, and whether a span
+    covers its first or last character (a break in the row's segments there, as Rich would make)."""
+
+    segments: tuple[Segment, ...]
+    length: int
+    styled: bool  # any span or style at all
+    open_start: bool  # no span covers the first character
+    open_end: bool  # none covers the last
+
+
+def _piece(cell: Text, width: int, console: Any) -> _Piece:
+    cell = cell.copy()
+    cell.truncate(width, pad=True, overflow="ellipsis")
+    if cell.style:  # in the assembled row the cell's own style is a span over it, first of its spans
+        cell.stylize_before(cell.style)
+        cell.style = ""
+    end = len(cell.plain)
+    spans = cell.spans
+    segments = tuple(s for s in cell.render(console) if s.text)
+    return _Piece(segments, cell.cell_len, bool(spans),
+                  not any(s.start == 0 < s.end for s in spans),
+                  not any(s.end >= end > s.start for s in spans))
+
+
+_LEAD = _Piece((Segment(" "),), 1, False, True, True)
+_SEP = _Piece((Segment(" " * _GAP),), _GAP, False, True, True)
+
+
+def _join(row: Sequence[_Piece]) -> tuple[list[Segment], int]:
+    """A row's segments and cell length, exactly as rendering the assembled row (" ", cells, gaps) gives them.
+
+    Rich breaks a line's segments only where a span starts or ends: unstyled stretches either side of a
+    cell's edge are one segment, and with any span in the row they carry the null Style, not None.
+    """
+    parts = [_LEAD]
+    for k, piece in enumerate(row):
+        if k:
+            parts.append(_SEP)
+        parts.append(piece)
+    null = Style.null() if any(p.styled for p in parts) else None
+    segments: list[Segment] = []
+    joinable = False  # the last segment is unstyled and no span ends at it
+    for piece in parts:
+        for j, seg in enumerate(piece.segments):
+            if j == 0 and joinable and piece.open_start:
+                segments[-1] = Segment(segments[-1].text + seg.text, null)
+            else:
+                segments.append(seg if seg.style is not None or null is None else Segment(seg.text, null))
+        if piece.segments:
+            joinable = piece.open_end
+    return segments, sum(p.length for p in parts)
 
 
 _UP_RANK = {False: 0, None: 1, True: 2}

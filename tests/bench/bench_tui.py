@@ -107,9 +107,17 @@ async def _measure(run_for, warmup_s: float, seconds: float) -> tuple[float, flo
 
 
 async def bench_app(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,
-                    size: tuple[int, int] = (160, 48)) -> dict:
-    from ptmon.monitor.app import PtmonApp
-    from ptmon.monitor.live import LiveFeed
+                    size: tuple[int, int] = (160, 48), rev: str | None = None) -> dict:
+    """The app phase; with ``rev``, the app and feed of that git revision (tests/bench/history.py)."""
+    from ptmon.monitor import app as app_module
+    from ptmon.monitor import live as live_module
+
+    if rev is not None:
+        from tests.bench.history import at_revision
+
+        old = at_revision(rev)
+        app_module, live_module = old.module("monitor.app"), old.module("monitor.live")  # type: ignore[assignment]
+    PtmonApp, LiveFeed = app_module.PtmonApp, live_module.LiveFeed  # noqa: N806
 
     settings = _settings(urls, interval_s)
     app = PtmonApp(LiveFeed(settings), interval_s=settings.interval_s, window_s=settings.window_s,
@@ -189,6 +197,20 @@ async def bench_loop(urls: list[str], *, interval_s: float, warmup_s: float, sec
                 rate=None if d is None else d.rollout_rate_per_s)
 
 
+def _compare(urls: list[str], args: argparse.Namespace, size: tuple[int, int], results: dict[str, dict]) -> None:
+    """App phases at HEAD and at ``--rev``, alternated (HEAD, rev, HEAD, rev ...) on the same targets."""
+    pcts: dict[str, list[float]] = {"HEAD": [], args.rev: []}
+    for rep in range(args.reps):
+        for side, rev in (("HEAD", None), (args.rev, args.rev)):
+            r = asyncio.run(bench_app(urls, interval_s=args.interval, warmup_s=args.warmup, seconds=args.seconds,
+                                      size=size, rev=rev))
+            pcts[side].append(100 * r["cpu"] / r["wall"])
+            results[f"app {side} #{rep + 1}"] = r
+    head, old = sum(pcts["HEAD"]) / args.reps, sum(pcts[args.rev]) / args.reps
+    print(f"app at HEAD {' '.join(f'{p:.2f}' for p in pcts['HEAD'])}% vs at {args.rev} "
+          f"{' '.join(f'{p:.2f}' for p in pcts[args.rev])}% of a core: HEAD/{args.rev} {head / old:.3f}x")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_tui", description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="measured seconds per phase (default 60)")
@@ -198,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-idle", action="store_true", help="skip the idle-UI phase")
     parser.add_argument("--targets", type=int, default=WORKERS + 2,
                         help=f"a trainer, TARGETS-2 rollout workers, an eval job (default {WORKERS + 2})")
+    parser.add_argument("--rev", help="also run the app phase at this git revision, interleaved with today's "
+                        "(e.g. eea4eab): a ratio the machine's load cannot skew")
+    parser.add_argument("--reps", type=int, default=1, help="app phases per side with --rev (default 1)")
     parser.add_argument("--workers", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-exporters", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -215,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         width, height = (int(n) for n in args.size.lower().split("x"))
         print(f"bench_tui: {len(urls)} exporters on loopback, interval {args.interval:g}s, "
               f"warm-up {args.warmup:g}s, {args.seconds:g}s measured per phase, app at {width}x{height}")
-        results = {}
+        results: dict[str, dict] = {}
+        if args.rev:
+            _compare(urls, args, (width, height), results)
         for name, bench in (("app", bench_app), ("no UI", bench_loop)):
             results[name] = asyncio.run(bench(urls, interval_s=args.interval, warmup_s=args.warmup,
                                               seconds=args.seconds, size=(width, height)))

@@ -144,3 +144,76 @@ async def test_a_column_left_out_for_a_long_error_comes_back_once_the_error_is_g
         table.show(up, now=102.0)
         await pilot.pause()
         assert url in table.shown_columns
+
+
+def _screen_rows(table: TargetsTable) -> list[str]:
+    return ["".join(seg.text for seg in table.render_line(y)) for y in range(1, table.row_count + 1)]
+
+
+async def test_a_ticking_cell_is_drawn_anew_while_its_row_keeps_the_other_cells() -> None:
+    """Rows rendered cell by cell reuse unchanged cells' segments: a changed value must still appear,
+    in its own row only, and a sort change must move the rows with their current values."""
+    async with targets_shown() as (pilot, table):
+        rows = _screen_rows(table)
+        assert any("1s ago" in r and "trainer" in r for r in rows)
+        table.show(TARGETS, now=107.0)  # only the ages tick
+        await pilot.pause()
+        rows = _screen_rows(table)
+        assert any("8s ago" in r and "trainer" in r for r in rows)
+        assert any("9s ago" in r and "rollout-1" in r for r in rows)
+        assert not any("1s ago" in r or "2s ago" in r for r in rows)
+        faster = (TargetHealth("trainer", "http://t", "trainer", True, last_scrape=106.0, scrape_seconds=0.25,
+                               samples=301), *TARGETS[1:])
+        table.show(faster, now=107.0)
+        await pilot.pause()
+        trainer = next(r for r in _screen_rows(table) if "trainer" in r)
+        assert "250ms" in trainer or "0.25" in trainer
+        assert "301" in trainer and "1s ago" in trainer
+        table.sort_by(table.column_labels.index("samples"))
+        table.sort_by(table.column_labels.index("samples"))  # most samples first
+        await pilot.pause()
+        assert table.visible_keys()[0] == "trainer"
+        assert "301" in _screen_rows(table)[0]
+
+
+def test_a_row_drawn_cell_by_cell_has_the_segments_of_the_row_drawn_whole() -> None:
+    """The row's Strip must be what rendering the assembled row gave (segment for segment), or the
+    screen and its snapshots would change: styled, unstyled, cut, padded, empty, wide and row-styled cells."""
+    import random
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from ptmon.monitor.format import lit
+    from ptmon.monitor.widgets.tables import _join, _piece
+
+    console = Console(width=200)
+
+    def whole(cells: list[Text], widths: list[int]) -> tuple[list, int]:
+        parts = [Text(" ")]
+        for k, c in enumerate(cells):
+            c = c.copy()
+            c.truncate(widths[k], pad=True, overflow="ellipsis")
+            parts += [Text("  ") if k else Text(""), c]
+        text = Text.assemble(*parts, no_wrap=True, end="")
+        return list(text.render(console)), text.cell_len
+
+    rnd = random.Random(18)
+    styles = ["", "", "bold", "red", "dim", "bold red", "yellow"]
+    words = ["", "a", "rollout-12", "● up", "3s ago", "1.2ms", "http://x:1/metrics", "⚠ wide 漢字", "—"]
+    for _ in range(3000):
+        cells = []
+        for _ in range(rnd.randint(1, 5)):
+            kind = rnd.random()
+            if kind < 0.3:
+                cell = Text(rnd.choice(words), style=rnd.choice(styles))
+            elif kind < 0.5:
+                cell = lit(rnd.choice(words), style=rnd.choice(styles))
+            else:
+                cell = Text.assemble(Text(rnd.choice(words), style=rnd.choice(styles)),
+                                     Text(rnd.choice(words), style=rnd.choice(styles)))
+            if rnd.random() < 0.3 and (row_style := rnd.choice(styles)):
+                cell.stylize_before(row_style)
+            cells.append(cell)
+        widths = [rnd.randint(0, 14) for _ in cells]
+        assert _join([_piece(c, w, console) for c, w in zip(cells, widths, strict=True)]) == whole(cells, widths)
