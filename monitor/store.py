@@ -36,11 +36,12 @@ from operator import gt, itemgetter, not_, setitem
 from types import MappingProxyType
 from typing import NamedTuple
 
+from ptmon.monitor import _chunk
 from ptmon.monitor.parse import Labels, Sample
 from ptmon.monitor.settings import DEFAULT_MAX_LABEL_BYTES, DEFAULT_MAX_SERIES
 
 __all__ = ["Store", "Series", "Span", "IngestResult", "SeriesKey", "DEFAULT_CAPACITY", "DEFAULT_MAX_SERIES",
-           "DEFAULT_MAX_LABEL_BYTES", "label_cost"]
+           "DEFAULT_MAX_LABEL_BYTES", "DEFAULT_HOT", "CHUNK", "label_cost"]
 
 DEFAULT_CAPACITY = 3600  # one hour at one scrape per second
 
@@ -51,6 +52,14 @@ SeriesKey = tuple[str, Labels]
 # Points that fell out of the window are cut off the arrays' front in batches of capacity/16:
 # one memmove per batch instead of a ring's wrap-around (which would split every window in two).
 _SLACK_FRACTION = 16
+
+# Points older than the newest DEFAULT_HOT of a series are frozen CHUNK at a time into ``_chunk``'s compact
+# encoding (0.1-3 B a point for counters and repeating gauges, against 8): an hour of points takes a fraction of
+# the memory, while every read the Dashboard makes each second (its window, 5 minutes by default, and the
+# 10-minute median) stays on the plain array. A chunk is at most a series' slack, so each cut of the front
+# removes at least one whole chunk.
+DEFAULT_HOT = 660
+CHUNK = 200
 
 
 # What one stored series costs beyond its label text, measured with tracemalloc on CPython 3.11-3.13: the
@@ -198,9 +207,14 @@ class Series:
     """
 
     __slots__ = ("name", "labels", "cost", "_t", "_v", "_lo", "_base", "_cap", "_slack", "_index", "_carried",
-                 "_clock", "_s0")
+                 "_clock", "_s0", "_cold", "_ncold", "_k", "_freeze")
 
-    def __init__(self, name: str, labels: Mapping[str, str], *, capacity: int, cost: int = 0) -> None:
+    def __init__(self, name: str, labels: Mapping[str, str], *, capacity: int, cost: int = 0,
+                 hot: int = DEFAULT_HOT, chunk: int = CHUNK) -> None:
+        """``hot``: how many newest points stay a plain array; older ones are frozen ``chunk`` at a time
+        (never when ``hot`` + a chunk reaches ``capacity``: there would be nothing old to freeze)."""
+        if hot < 1 or chunk < 1:
+            raise ValueError(f"hot and chunk must be at least 1 point, got {hot} and {chunk}")
         self.name = name
         # The parser's Labels cannot change: shared, not copied (the store's known-cache holds the same object).
         self.labels: Mapping[str, str] = MappingProxyType(labels if type(labels) is Labels else dict(labels))
@@ -213,6 +227,12 @@ class Series:
         self._base = 0
         self._cap = capacity
         self._slack = max(1, capacity // _SLACK_FRACTION)
+        # Frozen chunks: physical points [0, _ncold), ``_k`` each, then ``_v``. ``_freeze``: the length of
+        # ``_v`` at which its oldest chunk is frozen (0: never).
+        self._cold: list[bytes] = []
+        self._ncold = 0
+        self._k = min(chunk, self._slack)
+        self._freeze = hot + self._k if hot + self._k < capacity else 0
         # Counter resets, indexed on first use (gauges never pay for it).
         self._index: _ResetIndex | None = None
         # Pre-reset values of drops cut off the front with their points: a counter's total
@@ -242,8 +262,9 @@ class Series:
         if t and timestamp <= t[-1]:
             return False
         t.append(timestamp)
-        self._v.append(value)
-        if len(t) - self._lo > self._cap:
+        v = self._v
+        v.append(value)
+        if len(t) - self._lo > self._cap or len(v) == self._freeze:
             self._settle()
         return True
 
@@ -255,10 +276,10 @@ class Series:
         """``append`` at the target's scrape ``scrape`` (at ``timestamp``): a value only, when in step."""
         if self._t is None:
             v = self._v
-            at = self._s0 + len(v)
+            at = self._s0 + self._ncold + len(v)
             if at == scrape:
                 v.append(value)
-                if len(v) - self._lo > self._cap:
+                if self._ncold + len(v) - self._lo > self._cap or len(v) == self._freeze:
                     self._settle()
                 return True
             if at == scrape + 1:  # a second sample of the series in one scrape: its time is not newer
@@ -269,11 +290,17 @@ class Series:
         """Physical index of the oldest point held: ``_lo``, or later where appends in a batch (``Store``'s
         scrape plan) went past ``capacity`` and ``_lo`` was not moved yet."""
         lo = self._lo
-        over = len(self._v) - self._cap
+        over = self._ncold + len(self._v) - self._cap
         return over if over > lo else lo
 
     def _settle(self) -> None:
-        """Move ``_lo`` to the oldest point held and cut the front when a batch of points is out."""
+        """Freeze what is past the hot points, move ``_lo`` to the oldest point held and cut the front when a
+        batch of points is out."""
+        v, k = self._v, self._k
+        while self._freeze and len(v) >= self._freeze:
+            self._cold.append(_chunk.encode(v[:k]))
+            del v[:k]  # in place: a scrape plan holds this very array
+            self._ncold += k
         self._lo = self._start()
         if self._lo >= self._slack:
             self._compact()
@@ -287,7 +314,7 @@ class Series:
         assert clock is not None
         clock.epoch += 1  # a scrape plan holding this series' values without its times is void
         off = self._s0 - clock.base
-        t = self._t = clock.times[off:off + len(self._v)]
+        t = self._t = clock.times[off:off + self._ncold + len(self._v)]
         self._clock = None
         return t
 
@@ -303,23 +330,54 @@ class Series:
     def _compact(self) -> None:
         if self._index is not None:
             self._indexed()  # drops among the points about to go are counted before they go (a bulk ingest)
-        lo = self._lo
-        if self._t is not None:
-            del self._t[:lo]
+        lo, cold = self._lo, self._ncold
+        if cold:  # whole chunks only: one partly held stays, its older points below ``_lo``
+            whole = min(lo, cold) // self._k
+            del self._cold[:whole]
+            self._ncold -= whole * self._k
+            cut = cold if lo >= cold else whole * self._k
+            if cut == cold:
+                self._ncold, self._cold = 0, []
+                cut = lo
+                del self._v[:lo - cold]
         else:
-            self._s0 += lo
-        del self._v[:lo]
-        self._base += lo
-        self._lo = 0
+            cut = lo
+            del self._v[:lo]
+        if self._t is not None:
+            del self._t[:cut]
+        else:
+            self._s0 += cut
+        self._base += cut
+        self._lo = lo - cut
         if self._index is not None:
             self._carried += self._index.forget_before(self._base)
+
+    def _vals(self, a: int, b: int) -> array[float]:
+        """Values of physical points ``[a, b)`` (a copy), decoding the frozen chunks they reach into."""
+        cold = self._ncold
+        if a >= cold:
+            return self._v[a - cold:b - cold]
+        k, out = self._k, array("d")
+        for c in range(a // k, min(b, cold) // k + (min(b, cold) % k > 0)):
+            lo = c * k
+            out.extend(_chunk.decode(self._cold[c])[max(a - lo, 0):min(b - lo, k)])
+        if b > cold:
+            out.extend(self._v[:b - cold])
+        return out
+
+    def _val(self, i: int) -> float:
+        """The value of physical point ``i``."""
+        cold = self._ncold
+        if i >= cold:
+            return self._v[i - cold]
+        return _chunk.decode(self._cold[i // self._k])[i % self._k]
 
     def last(self) -> tuple[float, float] | None:
         v = self._v
         if not v:
             return None
         t, off = self._times()
-        return t[len(v) - 1 + off], v[-1]
+        return t[self._ncold + len(v) - 1 + off], v[-1]
 
     def points(self, start: float | None = None, end: float | None = None) -> list[tuple[float, float]]:
         """Points with ``start <= t <= end``, oldest first.
@@ -328,18 +386,18 @@ class Series:
         found by bisection and only the points in range are copied.
         """
         t, off = self._times()
-        lo, hi = self._start() + off, len(self._v) + off
+        lo, hi = self._start() + off, self._ncold + len(self._v) + off
         a = lo if start is None else bisect_left(t, start, lo, hi)
         b = hi if end is None else bisect_right(t, end, lo, hi)
         if a >= b:
             return []
-        return list(zip(t[a:b], self._v[a - off:b - off], strict=False))
+        return list(zip(t[a:b], self._vals(a - off, b - off), strict=False))
 
     def _window(self, start: float | None, end: float | None) -> tuple[int, int]:
         """Physical indices ``[a, b)`` of the points with ``start < t <= end`` (left-open, as PromQL)."""
         # _times() and _start() inlined: this runs for every series read in every build.
         t = self._t
-        n = len(self._v)
+        n = self._ncold + len(self._v)
         if t is None:
             clock = self._clock
             assert clock is not None
@@ -361,7 +419,7 @@ class Series:
         if a >= b:
             return array("d"), array("d")
         t, off = self._times()
-        return t[a + off:b + off], self._v[a:b]
+        return t[a + off:b + off], self._vals(a, b)
 
     def span(self, start: float | None = None, end: float | None = None) -> Span | None:
         """The ``Span`` of the finite points with ``start < t <= end``; None when there is none.
@@ -385,7 +443,6 @@ class Series:
             clock = self._clock
             assert clock is not None
             t, off = clock.times, self._s0 - clock.base
-        v = self._v
         resets = 0.0
         drops = index.drops
         if drops and b - a >= 2:
@@ -393,16 +450,16 @@ class Series:
             i, k = bisect_left(index.before_at, base + a), bisect_left(drops, base + b)
             if i < k:
                 resets = sum(index.before[i:k])
-        return Span(b - a, t[a + off], v[a], t[b - 1 + off], v[b - 1], resets)
+        return Span(b - a, t[a + off], self._val(a), t[b - 1 + off], self._val(b - 1), resets)
 
     def _finite_span(self, a: int, b: int) -> Span | None:
         """``span`` of physical ``[a, b)`` when the series holds non-finite points: they are passed over."""
         a, b = self._finite_window(a, b)
         if a >= b:
             return None
-        (t, off), v = self._times(), self._v
+        t, off = self._times()
         n = b - a - self._nonfinite_between(a, b)
-        return Span(n, t[a + off], v[a], t[b - 1 + off], v[b - 1], self._resets(a, b))
+        return Span(n, t[a + off], self._val(a), t[b - 1 + off], self._val(b - 1), self._resets(a, b))
 
     def drop_times(self, start: float | None = None, end: float | None = None) -> list[float]:
         """Times of the finite points just before each drop, among the points with ``start < t <= end``."""
@@ -417,18 +474,18 @@ class Series:
     def value_at(self, timestamp: float) -> float | None:
         """The value of the point at exactly ``timestamp``; None when there is no such point."""
         t, off = self._times()
-        hi = len(self._v) + off
+        hi = self._ncold + len(self._v) + off
         i = bisect_left(t, timestamp, self._start() + off, hi)
-        return self._v[i - off] if i < hi and t[i] == timestamp else None
+        return self._val(i - off) if i < hi and t[i] == timestamp else None
 
     def _finite_window(self, a: int, b: int) -> tuple[int, int]:
         """Physical ``[a, b)`` narrowed to start and end on a finite point (empty when there is none)."""
         if a >= b or self._nonfinite_between(a, b) == 0:
             return a, b
-        v = self._v
-        while a < b and not isfinite(v[a]):
+        val = self._val
+        while a < b and not isfinite(val(a)):
             a += 1
-        while b > a and not isfinite(v[b - 1]):
+        while b > a and not isfinite(val(b - 1)):
             b -= 1
         return a, b
 
@@ -456,7 +513,7 @@ class Series:
         """The reset index, brought up to the newest point: only points appended since the last call are read."""
         index = self._index
         base = self._base
-        end = base + len(self._v)
+        end = base + self._ncold + len(self._v)
         if index is not None and index.scanned >= end:
             return index  # up to date: the second and later reads of a build
         if index is None:
@@ -467,17 +524,16 @@ class Series:
             # One new finite point (a build a scrape after the last): compared with the last finite one
             # in place, not through add_finite's arrays and maps, as add_finite would for a one-point batch.
             prior = index.last_finite
-            if prior >= base and (pv := self._v[prior - base]) > x:
+            if prior >= base and (pv := self._val(prior - base)) > x:
                 index.drops.append(first)
                 index.before.append(pv)
                 index.before_at.append(prior)
             index.last_finite = first
             index.scanned = end
         elif first < end:
-            v = self._v
             prior = index.last_finite
-            prior_value = v[prior - base] if prior >= base else None  # one cut off is no longer compared
-            cur = v[first - base:]
+            prior_value = self._val(prior - base) if prior >= base else None  # one cut off is no longer compared
+            cur = self._vals(first - base, end - base)
             if isfinite(sum(cur)):  # every new point finite (the sum of finite values is)
                 index.add_finite(first, cur, prior_value)
             else:
@@ -487,14 +543,14 @@ class Series:
 
     def _finite_before(self, lo: int) -> int:
         """Absolute index of the newest finite point at a physical index below ``lo``; -1 when none."""
-        v = self._v
+        val = self._val
         for i in range(lo - 1, -1, -1):
-            if isfinite(v[i]):
+            if isfinite(val(i)):
                 return self._base + i
         return -1
 
     def __len__(self) -> int:
-        return len(self._v) - self._start()
+        return self._ncold + len(self._v) - self._start()
 
     def __repr__(self) -> str:
         return f"Series({self.name!r}, {dict(self.labels)!r}, {len(self)} points)"
@@ -598,9 +654,10 @@ class _Plan:
     def settle(self, capacity: int, slack: int) -> None:
         """Cut the fronts due, and count down to the next."""
         for s in self.series:
-            if len(s._v) - capacity >= slack:
+            if s._ncold + len(s._v) - capacity >= slack or 0 < s._freeze <= len(s._v):
                 s._settle()
-        self.due = min((capacity + slack - len(s._v) for s in self.series), default=1 << 62)
+        self.due = min((min(capacity + slack - s._ncold - len(s._v), (s._freeze or 1 << 62) - len(s._v))
+                        for s in self.series), default=1 << 62)
 
 
 @dataclass(slots=True)
@@ -621,9 +678,12 @@ class Store:
     """Per-target series store. Not thread-safe: one event loop owns it."""
 
     def __init__(self, *, capacity: int = DEFAULT_CAPACITY, max_series: int = DEFAULT_MAX_SERIES,
-                 max_label_bytes: int = DEFAULT_MAX_LABEL_BYTES, keep: Callable[[str], bool] | None = None) -> None:
+                 max_label_bytes: int = DEFAULT_MAX_LABEL_BYTES, keep: Callable[[str], bool] | None = None,
+                 hot: int = DEFAULT_HOT, chunk: int = CHUNK) -> None:
         """``keep``: which sample names to keep the history of (``reads.is_read``); the newest point only of
-        the rest. None keeps every name's history."""
+        the rest. None keeps every name's history. ``hot``/``chunk``: see ``Series`` (older points frozen)."""
+        if hot < 1 or chunk < 1:
+            raise ValueError(f"hot and chunk must be at least 1 point, got {hot} and {chunk}")
         if capacity < 2:
             raise ValueError(f"capacity must be at least 2 points, got {capacity}")
         if max_series < 1:
@@ -634,6 +694,7 @@ class Store:
         self.max_series = max_series
         self.max_label_bytes = max_label_bytes
         self.keep = keep
+        self.hot, self.chunk = hot, chunk
         self._slack = max(1, capacity // _SLACK_FRACTION)
         self._targets: dict[str, _TargetData] = {}
 
@@ -760,7 +821,7 @@ class Store:
             if self._fits(data, cost):
                 keep = self.keep
                 if keep is None or keep(name):
-                    series = Series(name, kept, capacity=self.capacity, cost=cost)
+                    series = Series(name, kept, capacity=self.capacity, cost=cost, hot=self.hot, chunk=self.chunk)
                     if scrape is not None:
                         series._align(data.clock, scrape)
                 else:

@@ -141,6 +141,42 @@ def _memory(side: Side, *, targets: int, capacity: int) -> dict[str, float]:
             "series": len(series)}
 
 
+def _long_run(side: Side, *, targets: int, capacity: int, scrapes: tuple[int, ...], traced: bool,
+              timed_from: int = 0) -> dict[int, tuple[float, float, float, float]]:
+    """A store of ``capacity`` filled a scrape at a time (an injected clock: 1 s a scrape, no waiting). At
+    each of ``scrapes``: traced (``traced``) MB the store holds, bytes per stored point and per series; or,
+    untraced, the mean ingest us per sample since ``timed_from`` (every scrape timed: the chunks frozen on the
+    way are paid for)."""
+    gc.collect()
+    if traced:
+        tracemalloc.start()
+    out: dict[int, tuple[float, float, float, float]] = {}
+    try:
+        parsers = [side.parser() for _ in range(targets)]
+        before = tracemalloc.get_traced_memory()[0] if traced else 0
+        store = side.store(capacity)
+        spent, samples = 0.0, 0
+        for k in range(max(scrapes)):
+            pages = [parsers[w].parse(page(w, k)) for w in range(targets)]
+            t0 = time.perf_counter()
+            for w in range(targets):
+                store.ingest(f"w{w:03d}", 1_000_000.0 + k, pages[w])
+            if k >= timed_from:
+                spent += time.perf_counter() - t0
+                samples += sum(map(len, pages))
+            del pages
+            if k + 1 in scrapes:
+                series = [s for t in store.targets() for n in list(store.names(t)) for s in store.series(t, n)]
+                points = sum(len(s) for s in series)
+                used = tracemalloc.get_traced_memory()[0] - before if traced else 0
+                # the parsers' caches grow too (kept label sets are shared with the store): counted, on both sides
+                out[k + 1] = (used / 1e6, used / max(points, 1), used / len(series), spent / max(samples, 1) * 1e6)
+        return out
+    finally:
+        if traced:
+            tracemalloc.stop()
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--targets", type=int, default=8)
@@ -148,6 +184,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seconds", type=float, default=2.0, help="timing per version per round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--rev", default=BASELINE)
+    p.add_argument("--long", action="store_true",
+                   help="also an hour's capacity (3,600) filled to 10 minutes and to an hour, memory side by side")
     args = p.parse_args(argv)
     rev = at_revision(args.rev)
     sides = [_side(f"{args.rev} ({rev.sha[:9]})", rev.module),
@@ -171,6 +209,29 @@ def main(argv: list[str] | None = None) -> None:
     now = sides[1].label
     print(f"now / {base}: ingest {ingest[now] / ingest[base]:.2f}x, "
           f"memory {memory[now]['bytes'] / memory[base]['bytes']:.2f}x")
+    if args.long:
+        _print_long(sides, targets=args.targets)
+
+
+def _print_long(sides: list[Side], *, targets: int) -> None:
+    """Capacity 3,600 (an hour at 1 s), after 10 minutes and after an hour and a quarter (every series full and
+    past its first cuts): traced MB (parsers included, the same on both sides), bytes per stored point and per
+    series, and ingest per sample over scrapes 600.. (the chunks frozen on the way included)."""
+    marks = (600, 3600, 4500)
+    runs = {s.label: _long_run(s, targets=targets, capacity=3600, scrapes=marks, traced=True) for s in sides}
+    for s in sides:  # untraced, for the time
+        timed = _long_run(s, targets=targets, capacity=3600, scrapes=marks, traced=False, timed_from=600)
+        runs[s.label] = {m: (*runs[s.label][m][:3], timed[m][3]) for m in marks}
+    print(f"capacity 3600: {'':14} {'scrapes':>7} {'traced MB':>9} {'B/stored point':>15} {'B/series':>9} "
+          f"{'ingest us/sample':>17}")
+    for mark in marks:
+        for s in sides:
+            mb, per_point, per_series, us = runs[s.label][mark]
+            print(f"  {s.label:27} {mark:7} {mb:9.1f} {per_point:15.2f} {per_series:9.0f} {us:17.3f}")
+    base, now = (s.label for s in sides)
+    print("now / base: " + ", ".join(f"{m} scrapes memory {runs[now][m][0] / runs[base][m][0]:.2f}x"
+                                     for m in marks)
+          + f", ingest {runs[now][marks[-1]][3] / runs[base][marks[-1]][3]:.2f}x")
 
 
 if __name__ == "__main__":
