@@ -262,3 +262,24 @@ async def test_read_capped_refuses_a_body_over_the_cap_while_streaming() -> None
                     await read_capped(response, 1024)
             finally:
                 await response.aclose()
+
+
+# -- LeanTransport's own limits (once: they are its, not StreamTransport's) ----------------------------
+
+
+def _raw_answer(answer: bytes) -> Iterator[int]:
+    from tests.monitor.sources.peers import raw_peer
+
+    return raw_peer(answer, read_first=True)  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("size", [b"zz", b"-1", b"1" * 20])
+async def test_lean_a_bad_chunk_size_is_an_error_not_a_short_body(kind: str, size: bytes) -> None:
+    if kind != "lean":
+        pytest.skip("h11 reads a 20-digit size as a size and waits for it (the scraper's deadline ends it)")
+    answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n" + size + b"\r\nxyz\r\n0\r\n\r\n"
+    with _raw_answer(answer) as port:  # type: ignore[attr-defined]
+        async with _client() as client:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await _get(client, f"http://127.0.0.1:{port}/metrics")
+
