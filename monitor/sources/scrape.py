@@ -24,6 +24,7 @@ from ptmon.monitor import parse as _parse
 from ptmon.monitor.dashboard import TargetHealth
 from ptmon.monitor.parse import ExpositionParser, Sample
 from ptmon.monitor.settings import DEFAULT_MAX_BODY_BYTES, Settings, Target, effective_timeout
+from ptmon.monitor.sources._lean import lean_over
 from ptmon.monitor.sources.auth import auth_for
 from ptmon.monitor.sources.body import read_capped, refuse_web_page
 from ptmon.monitor.sources.errors import (
@@ -188,6 +189,8 @@ class Scraper(Poller[_TargetState]):
         for key in dict.fromkeys(s.tls_key for s in self._states):
             # A bad CA file fails only the targets that use it, on every scrape (the client is its reason).
             made = transport if transport is not None else make_transport(verify_tls=key[0], ca_file=key[1])
+            if transport is None and not isinstance(made, str):
+                made = lean_over(made)  # plain http:// by hand; https and the rest through StreamTransport
             if isinstance(made, str):
                 self._clients[key] = made
             else:

@@ -1,7 +1,7 @@
 """Per-scrape CPU of the direct scraper, today's against an earlier commit's, on the same loopback targets.
 
 Run: ``python -m tests.bench.bench_scrape [--targets 64] [--samples 1000] [--rounds 20] [--reps 3]
-[--mode keepalive|close|gzip] [--page synthetic|worker] [--host 127.0.0.1] [--rev 7c5fd71] [--profile FILE]``
+[--mode keepalive|close|gzip] [--page synthetic|worker] [--host 127.0.0.1] [--rev 7c5fd71] [--h11] [--profile FILE]``
 
 ``--page worker`` serves ``tests/bench/scale_targets.py``'s rollout worker page (1,021 samples, 213 of
 names ptmon reads, its values moving) to scrapers over the live feed's store (``Store(keep=is_read)``),
@@ -22,7 +22,8 @@ fetch alone (the transport's share: each version's ``_fetch`` of the same
 targets); with ``keepalive``, also the floor: a bare asyncio client that
 reads the same pages with ``recv_into`` and checks nothing (what any HTTP layer
 in Python costs at least). Both versions must store the same number of
-samples, or the run stops. ``--profile`` writes a cProfile of today's scraper's rounds.
+samples, or the run stops. ``--h11`` adds today's scraper over h11 (``StreamTransport``,
+the path before ``LeanTransport``) as a third. ``--profile`` writes a cProfile of today's scraper's rounds.
 """
 
 from __future__ import annotations
@@ -73,6 +74,23 @@ def _code(label: str, module: Callable[[str], ModuleType]) -> Code:
 
 def current() -> Code:
     return _code("now", lambda name: importlib.import_module(f"ptmon.{name}"))
+
+
+def current_h11() -> Code:
+    """Today's scraper with its http:// targets through ``StreamTransport`` (h11), not ``LeanTransport``:
+    the measurement behind the hand-written client, in the same run."""
+    from ptmon.monitor.sources import _lean as lean
+
+    now = current()
+
+    def scraper(*args: Any, **kwargs: Any) -> Any:
+        lean.ENABLED = False
+        try:
+            return now.Scraper(*args, **kwargs)
+        finally:
+            lean.ENABLED = True
+
+    return Code("now, h11", scraper, now.Store, now.Target)
 
 
 def at(rev: str) -> Code:
@@ -291,6 +309,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument("--rev", default=BASELINE)
     ap.add_argument("--page", choices=("synthetic", "worker"), default="synthetic")
     ap.add_argument("--host", default="127.0.0.1", help="the targets' host as configured (localhost: resolved)")
+    ap.add_argument("--h11", action="store_true", help="also today's scraper over StreamTransport (h11)")
     ap.add_argument("--profile", default=None, help="write a cProfile of today's rounds here")
     ap.add_argument("--serve", choices=("keepalive", "close", "gzip"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -298,14 +317,14 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         asyncio.run(_serve(args.targets, args.samples, args.serve, args.page))
         return {}
-    codes = [current(), at(args.rev)]
+    codes = [current(), at(args.rev), *([current_h11()] if args.h11 else [])]
     proc, ports = _start_server(args.targets, args.samples, args.mode, args.page)
     try:
         per = asyncio.run(_run(args, codes, ports))
     finally:
         proc.terminate()
         proc.wait()
-    now, before = (per[c.label] for c in codes)
+    now, before = per[codes[0].label], per[codes[1].label]
     body = len(worker_pages()[0] if args.page == "worker" else page(0, args.samples, 0))
     if args.page == "worker":
         args.samples = 1021
@@ -316,6 +335,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             us = per[c.label][part] * 1e6
             print(f"  {part:5} {c.label:22} {us:8.0f} µs/scrape  {us / args.samples:5.2f} cpu-s per M samples")
         print(f"  {part:5} ratio now/{args.rev}: {now[part] / before[part]:.2f}x")
+        if args.h11:
+            print(f"  {part:5} ratio now/now-over-h11: {now[part] / per[codes[2].label][part]:.2f}x")
     if "floor" in per:
         us = per["floor"]["fetch"] * 1e6
         print(f"  floor: a bare recv_into GET of the same pages (no HTTP checks, no parse): {us:.0f} µs/fetch; "

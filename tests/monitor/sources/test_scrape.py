@@ -16,13 +16,21 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from ptmon.exporters import schema
 from ptmon.monitor.settings import Settings, Target
-from ptmon.monitor.sources import MAX_BACKOFF_S, Scraper, Source, backoff_delay, effective_timeout
+from ptmon.monitor.sources import MAX_BACKOFF_S, Scraper, Source, _lean, backoff_delay, effective_timeout
 from ptmon.monitor.store import Store
 from tests.monitor.sources.peers import http_server, raw_peer, send
 from tests.support.clock import FakeClock
 
 GOOD_BODY = b"# TYPE up_total counter\nup_total 7\nqueue_depth{q=\"a\"} 3\nqueue_depth{q=\"b\"} 4\n"
 NOW = 1_700_000_000.0
+
+
+@pytest.fixture(autouse=True, params=["lean", "h11"])
+def http_client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test over both of the scraper's HTTP paths for http:// targets: the hand-written LeanTransport
+    (the default) and StreamTransport (h11) alone, so real peers are met alike by either."""
+    monkeypatch.setattr(_lean, "ENABLED", request.param == "lean")
+    return request.param
 
 
 def target(name: str, **kw: object) -> Target:

@@ -1,5 +1,7 @@
 """The sources' own HTTP transport against real servers on loopback.
 
+Every test runs over both transports a scraper may use: ``StreamTransport``
+(h11) and ``LeanTransport`` (hand-written HTTP/1.1 for plain http, in front of it).
 Each server here is a real socket peer speaking one of the ways HTTP/1.x
 ends a response (Content-Length with keep-alive, chunked, HTTP/1.0 until
 close) or one of the ways a peer hangs up; the assertions count the TCP
@@ -19,9 +21,31 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from ptmon.monitor.sources._lean import LeanTransport
 from ptmon.monitor.sources.body import read_capped
 from ptmon.monitor.sources.errors import FetchError
-from ptmon.monitor.sources.transport import StreamTransport, make_client
+from ptmon.monitor.sources.transport import StreamTransport, client_over, make_client
+
+_KIND = ["lean"]
+
+
+@pytest.fixture(autouse=True, params=["lean", "h11"])
+def kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Which transport ``_transport`` makes for this run of the test."""
+    _KIND[0] = request.param
+    yield request.param
+    _KIND[0] = "lean"
+
+
+def _transport() -> StreamTransport | LeanTransport:
+    return LeanTransport(fallback=StreamTransport()) if _KIND[0] == "lean" else StreamTransport()
+
+
+def _idle(transport: StreamTransport | LeanTransport, port: int) -> list[tuple[float, tuple[object, ...]]]:
+    """The transport's idle connections to 127.0.0.1:``port``, each (since, (link, socket transport, ...))."""
+    if isinstance(transport, LeanTransport):
+        return transport._idle[("127.0.0.1", port)]  # type: ignore[return-value]
+    return transport._idle[("http", "127.0.0.1", port)]  # type: ignore[return-value]
 
 BODY = b"".join(b"metric_%d{env=\"math\"} %d\n" % (i, i) for i in range(500))
 
@@ -107,9 +131,7 @@ async def _get(client: httpx.AsyncClient, url: str, *, cap: int = 2**20) -> tupl
 
 
 def _client() -> httpx.AsyncClient:
-    client = make_client(verify_tls=True, ca_file=None, transport=None)
-    assert isinstance(client, httpx.AsyncClient)
-    return client
+    return client_over(_transport())
 
 
 async def test_keep_alive_server_is_scraped_over_one_connection() -> None:
@@ -166,11 +188,11 @@ async def test_bodies_read_at_once_over_many_connections_stay_whole_and_apart() 
 async def test_a_kept_alive_connection_the_server_dropped_is_replaced_without_an_error() -> None:
     with serve(_handler(_close_after_answer, version="HTTP/1.1")) as server:
         url = f"http://127.0.0.1:{server.server_port}/metrics"
-        transport = StreamTransport()
+        transport = _transport()
         async with httpx.AsyncClient(transport=transport) as client:
             assert await _get(client, url) == (200, BODY)
             # Pretend the FIN has not been seen yet: the idle connection looks alive and is tried first.
-            idle = transport._idle[("http", "127.0.0.1", server.server_port)]
+            idle = _idle(transport, server.server_port)
             assert len(idle) == 1
             idle[0][1][0]._eof = False  # type: ignore[attr-defined]
             assert await _get(client, url) == (200, BODY)
@@ -212,10 +234,12 @@ async def test_a_truncated_body_is_an_error_not_a_short_scrape() -> None:
 async def test_aclose_closes_idle_connections_and_refuses_new_requests() -> None:
     with serve(_handler(_content_length, version="HTTP/1.1")) as server:
         url = f"http://127.0.0.1:{server.server_port}/metrics"
-        transport = StreamTransport()
+        transport = _transport()
         client = httpx.AsyncClient(transport=transport)
         assert await _get(client, url) == (200, BODY)
-        (_, (_, writer, _)), = transport._idle[("http", "127.0.0.1", server.server_port)]
+        (_, conn), = _idle(transport, server.server_port)
+        writer = conn[1]
+        assert isinstance(writer, asyncio.Transport)
         await client.aclose()
         assert writer.is_closing()
         with pytest.raises(RuntimeError):
@@ -238,3 +262,24 @@ async def test_read_capped_refuses_a_body_over_the_cap_while_streaming() -> None
                     await read_capped(response, 1024)
             finally:
                 await response.aclose()
+
+
+# -- LeanTransport's own limits (once: they are its, not StreamTransport's) ----------------------------
+
+
+def _raw_answer(answer: bytes) -> Iterator[int]:
+    from tests.monitor.sources.peers import raw_peer
+
+    return raw_peer(answer, read_first=True)  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("size", [b"zz", b"-1", b"1" * 20])
+async def test_lean_a_bad_chunk_size_is_an_error_not_a_short_body(kind: str, size: bytes) -> None:
+    if kind != "lean":
+        pytest.skip("h11 reads a 20-digit size as a size and waits for it (the scraper's deadline ends it)")
+    answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n" + size + b"\r\nxyz\r\n0\r\n\r\n"
+    with _raw_answer(answer) as port:  # type: ignore[attr-defined]
+        async with _client() as client:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await _get(client, f"http://127.0.0.1:{port}/metrics")
+
