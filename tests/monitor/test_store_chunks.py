@@ -112,3 +112,30 @@ def test_hot_and_chunk_below_one_point_are_refused() -> None:
         Store(hot=0)
     with pytest.raises(ValueError, match="at least 1 point"):
         Series("m", {}, capacity=10, chunk=0)
+
+
+def test_a_long_window_read_every_second_decodes_nothing_again(monkeypatch: object) -> None:
+    """An hour's window starts among frozen points and stays in one chunk for ``chunk`` scrapes: with a few
+    hundred series read each second, the shared cache of 64 chunks turned over and every read decoded again."""
+    import pytest
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    labels = [Labels({"i": str(i)}) for i in range(300)]
+    store = Store(capacity=3600, hot=660)
+    for k in range(1200):
+        store.ingest("a", 1000.0 + k, [Sample("m", labels[i], float(k * (i + 1)), None) for i in range(300)])
+    series = store.series("a", "m")
+    assert all(s._ncold > 0 for s in series)
+    decoded: list[bytes] = []
+    real = _chunk.decode
+
+    def counting(blob: bytes) -> array[float]:
+        decoded.append(blob)
+        return real(blob)
+
+    monkeypatch.setattr(_chunk, "decode", counting)
+    expected = [s.span(1000.0 + 100, None) for s in series]  # the first read builds each reset index
+    decoded.clear()
+    for _ in range(5):  # five builds over the same window, the shared cache cycled through by 300 series
+        assert [s.span(1000.0 + 100, None) for s in series] == expected
+    assert decoded == []  # the chunk each window starts in was kept by its series, not decoded once a read
