@@ -139,3 +139,19 @@ def test_a_long_window_read_every_second_decodes_nothing_again(monkeypatch: obje
     for _ in range(5):  # five builds over the same window, the shared cache cycled through by 300 series
         assert [s.span(1000.0 + 100, None) for s in series] == expected
     assert decoded == []  # the chunk each window starts in was kept by its series, not decoded once a read
+
+
+def test_an_hours_columns_read_twice_decode_each_chunk_once() -> None:
+    """A chart over an hour copies every frozen chunk of its series each second: the second build must find
+    them decoded (a cache of 64 turned over within one build of a hundred series)."""
+    labels = [Labels({"i": str(i)}) for i in range(100)]
+    store = Store(capacity=3600, hot=660)
+    for k in range(3600):
+        store.ingest("a", 1000.0 + k, [Sample("m", labels[i], float(k * (i + 1)), None) for i in range(100)])
+    series = store.series("a", "m")
+    chunks = sum(len(s._cold) for s in series)
+    assert chunks > 1000
+    _chunk.decode.cache_clear()
+    first = [s.columns() for s in series]
+    assert [s.columns() for s in series] == first
+    assert _chunk.decode.cache_info().misses == chunks  # each chunk decoded once over both reads
