@@ -132,8 +132,6 @@ def _decode_and_parse(parser: ExpositionParser, body: bytes, openmetrics: bool) 
     return text, parser.parse(text, openmetrics=openmetrics)
 
 
-
-
 class Scraper(Poller[_TargetState]):
     """Scrapes every target concurrently, each on its own schedule, into ``store``.
 
