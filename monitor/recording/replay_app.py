@@ -82,8 +82,10 @@ class ReplayApp(PtmonApp):
         state = f"▶ {head.speed:g}x" if head.playing else "⏸ paused"
         at = fmt_at(head.now(), start=head.start)
         total = fmt_at(head.end, start=head.start).split(" ", 1)[1].strip("()+")
-        self.query_one(ReplayBar).update(
-            f"REPLAY {state}  {at} of {total}  · p play/pause · ./, step · n next event · </> speed · g go to")
+        # query, not query_one: the follow timer can tick while the app shuts down and its widgets are gone
+        text = f"REPLAY {state}  {at} of {total}  · p play/pause · ./, step · n next event · </> speed · g go to"
+        for bar in self.query(ReplayBar):
+            bar.update(text)
 
     async def on_mount(self) -> None:
         await super().on_mount()

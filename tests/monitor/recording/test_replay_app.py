@@ -60,3 +60,17 @@ async def test_pause_step_speed_seek_and_the_bar(tmp_path):
         await _settle(app, pilot)
         assert head.now() == head.start + 100.0 == app.dashboard.now
         assert app.dashboard.now - T0 <= 5 * 40
+
+
+async def test_the_follow_timer_ticking_as_the_widgets_go_does_not_crash_the_app(tmp_path):
+    """At quit the bar is removed before the half-second follow timer stops; CI once saw NoMatches there."""
+    path = tmp_path / "run.rec"
+    await _live_run(path)
+    feed = open_replay(str(path))
+    app = ReplayApp(feed)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("p")
+        await app.query_one(ReplayBar).remove()
+        app._follow()  # paused: it redraws the bar, which is gone
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
