@@ -78,14 +78,18 @@ def _rises_and_falls(values: list[float]) -> bool:
 
 @pytest.mark.parametrize("watch", ["healthy"], indirect=True)
 async def test_healthy_rates_syncs_spend_and_staleness_that_rises_and_falls(watch: Watch) -> None:
-    def done(seen: list[Dashboard]) -> bool:
+    def unmet(seen: list[Dashboard]) -> list[str]:
         d = seen[-1]
         stale = [x.staleness_max for x in seen if x.staleness_max is not None]
-        return (_rises_and_falls(stale) and len(d.eval_curve) >= 3 and bool(d.rollout_rate_per_s)
-                and d.now - seen[0].now > 2.0
-                and bool(d.weight_sync_count) and all(w.rollouts_per_s for w in d.workers))
+        checks = {"staleness up and down": _rises_and_falls(stale), "3 evals": len(d.eval_curve) >= 3,
+                  "a rollout rate": bool(d.rollout_rate_per_s), "2 s watched": d.now - seen[0].now > 2.0,
+                  "a sync": bool(d.weight_sync_count), "every worker's rate": all(w.rollouts_per_s for w in d.workers)}
+        return [what for what, ok in checks.items() if not ok]
 
-    assert await watch.until(done), "no staleness up-and-down, evals, rates or syncs within the deadline"
+    # A minute: on a loaded CI machine (two test processes beside the fleet's four) a scrape can time out and a
+    # worker's rate drop out of one dashboard; a fast machine is done in a few seconds.
+    assert await watch.until(lambda seen: not unmet(seen), timeout_s=60.0), \
+        f"within the deadline, never all at once; last missing: {unmet(watch.seen)}"
     d = watch.seen[-1]
     assert d.run == "demo-healthy" and d.model == RunSpec().model
     assert d.rollout_rate_per_s > 0 and d.rollout_tokens_per_s > 0 and d.steps_per_s > 0

@@ -439,12 +439,13 @@ async def test_hostile_strings_render_literally() -> None:
         assert app.title == "ptmon"
 
 
-class SlowFeed(FakeFeed):
-    """dashboard() takes a while and counts how many calls overlap."""
+class GatedFeed(FakeFeed):
+    """dashboard() waits until the test opens the gate (not a sleep, which a loaded machine outlasts while the
+    keys are still being pressed) and counts how many calls overlap."""
 
-    def __init__(self, delay: float, **kw) -> None:
+    def __init__(self, **kw) -> None:
         super().__init__(**kw)
-        self.delay = delay
+        self.gate = asyncio.Event()
         self.active = 0
         self.max_active = 0
         self.calls = 0
@@ -454,7 +455,7 @@ class SlowFeed(FakeFeed):
         self.calls += 1
         self.max_active = max(self.max_active, self.active)
         try:
-            await asyncio.sleep(self.delay)
+            await self.gate.wait()
             return await super().dashboard(window_s=window_s)
         finally:
             self.active -= 1
@@ -462,18 +463,20 @@ class SlowFeed(FakeFeed):
 
 async def test_keys_are_handled_while_a_poll_is_in_flight_and_polls_never_overlap() -> None:
     clock = FakeClock(T0)
-    feed = SlowFeed(0.3, clock=clock)
-    app = PtmonApp(feed, clock=clock, interval_s=0.5)
+    feed = GatedFeed(clock=clock)
+    app = PtmonApp(feed, clock=clock, interval_s=0.05)
     async with app.run_test(size=WIDE) as pilot:
-        for _ in range(100):
+        for _ in range(500):
             if feed.active:
                 break
             await pilot.pause(0.01)
         assert feed.active == 1
         await pilot.press("right_square_bracket", "minus", "plus", "b")  # each wakes the loop
+        await pilot.pause(0.2)  # four intervals: a loop that did not wait for the poll would call again
         assert app.window_s == 900.0  # handled while the poll is still waiting on the feed
-        assert feed.active == 1
-        for _ in range(200):
+        assert (feed.active, feed.calls) == (1, 1)
+        feed.gate.set()
+        for _ in range(500):
             if feed.calls >= 3:
                 break
             await pilot.pause(0.02)

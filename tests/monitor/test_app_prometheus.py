@@ -221,7 +221,10 @@ async def test_watch_prometheus_shows_the_fleet_then_a_dead_exporter_a_hung_and_
         assert number(rollout["rollouts"]) > 0, rollout  # e.g. "38.9/s ▶"
         assert number(rollout["tokens"]) > 0, rollout
         sync = card(app, "sync")
-        assert all(sync[k] != DASH and number(sync[k]) > 0 for k in ("p50", "p99", "last")), sync
+        # "last avg" when two syncs fell in one scrape interval (a loaded machine scrapes late): an average is
+        # never called the last.
+        last = "last avg" if "last avg" in sync else "last"
+        assert all(sync[k] != DASH and number(sync[k]) > 0 for k in ("p50", "p99", last)), sync
         assert sync["failures"] == "0"
         assert number(card(app, "staleness")["policy"]) >= 1  # the trainer's policy moved past v0
         assert number(card(app, "trainer")["steps"]) > 0
