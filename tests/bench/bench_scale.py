@@ -1,7 +1,7 @@
 """ptmon's direct scraping against a real Prometheus and VictoriaMetrics on the same targets: CPU, RSS, misses.
 
 Run: ``/work/venv/bin/python -m tests.bench.bench_scale [--targets 8,64,128,256] [--seconds 60] [--warmup 10]
-[--reps 3] [--systems ptmon,prometheus,vm] [--rev REV] [--profile] [--minutes M] [--json]``
+[--reps 3] [--systems ptmon,prometheus,vm] [--rev REV] [--profile] [--minutes M [--together]] [--json]``
 
 One process (this one, tests/bench/scale_targets.py) serves N synthetic
 rollout workers of ~1,000 samples each, counters moving every second, and a
@@ -32,7 +32,10 @@ beside this interpreter or on PATH; else cProfile on CPU time inside the
 child) samples the ptmon child (and any worker process it starts) over the
 measured interval; its top 25 functions by own time are printed.
 ``--minutes M``: a memory run instead, each system for M minutes at each
-size, RSS and CPU per sample every minute.
+size, RSS and CPU per sample every minute. ``--together``: every system at
+once for those M minutes on the same targets (an hour side by side in an
+hour), each counting only its own scrapes (its URLs end ``?by=NAME``); their
+CPU figures then include their contention with each other.
 
 Every process started here runs under ``setpriv --pdeathsig KILL`` in its own
 session, and is stopped (SIGTERM, then SIGKILL) in a ``finally``: Ctrl-C, an
@@ -54,7 +57,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -160,8 +163,9 @@ class System:
     """One system's process: started on the targets in a temporary directory, ready-checked, stopped."""
 
     def __init__(self, name: str, urls: Sequence[str], directory: Path, *, interval_s: float,
-                 cprofile: bool) -> None:
+                 cprofile: bool, tag: str | None = None) -> None:
         self.name, self.urls, self.directory, self.interval_s = name, list(urls), directory, interval_s
+        self.tag = tag  # --together: its requests end ?by=TAG, so the targets count its scrapes apart
         self.cprofile_path = directory / "child.prof" if cprofile and name.startswith("ptmon") else None
         self.log_path = directory / "log"
         self.port = _free_port()
@@ -173,12 +177,15 @@ class System:
         if self.name.startswith("ptmon"):
             rev = ["--rev", self.name.split("@", 1)[1]] if "@" in self.name else []
             prof = ["--cprofile", str(self.cprofile_path)] if self.cprofile_path else []
-            return [sys.executable, "-m", "tests.bench.scale_child", *self.urls,
+            urls = [f"{u}?by={self.tag}" for u in self.urls] if self.tag else self.urls
+            return [sys.executable, "-m", "tests.bench.scale_child", *urls,
                     "--interval", str(self.interval_s), *rev, *prof]
         config = self.directory / "scrape.yml"  # JSON is YAML
         ms = f"{int(self.interval_s * 1000)}ms"
-        job = {"job_name": "scale", "scrape_interval": ms, "scrape_timeout": ms,
+        job: dict[str, object] = {"job_name": "scale", "scrape_interval": ms, "scrape_timeout": ms,
                "static_configs": [{"targets": [u.split("/")[2] for u in self.urls]}]}
+        if self.tag:
+            job["params"] = {"by": [self.tag]}
         config.write_text(json.dumps({"global": {"scrape_interval": ms}, "scrape_configs": [job]}))
         if self.name == "prometheus":
             return [BINARIES["prometheus"], f"--config.file={config}", f"--storage.tsdb.path={self.directory / 'data'}",
@@ -258,9 +265,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def running(name: str, urls: Sequence[str], *, interval_s: float, cprofile: bool) -> Iterator[System]:
+def running(name: str, urls: Sequence[str], *, interval_s: float, cprofile: bool,
+            tag: str | None = None) -> Iterator[System]:
     directory = Path(tempfile.mkdtemp(prefix=f"ptmon-scale-{name.replace('@', '-')}-"))
-    system = System(name, urls, directory, interval_s=interval_s, cprofile=cprofile)
+    system = System(name, urls, directory, interval_s=interval_s, cprofile=cprofile, tag=tag)
     try:
         system.start()
         yield system
@@ -327,39 +335,65 @@ def top_of_cprofile(path: Path, n: int = 25) -> list[tuple[str, float, float]]:
 
 # --- one measured interval -----------------------------------------------------------------------
 
+class Watch:
+    """One system's counters from the start of its measured interval: CPU, scrapes (its own with ``tag``), RSS."""
+
+    def __init__(self, system: System, server: TargetServer, *, minutes: int) -> None:
+        self.system, self.server, self.minutes = system, server, minutes
+        if system.name.startswith("ptmon"):
+            os.kill(system.pid, signal.SIGUSR1)  # its dashboard() times count from here
+        self.scrapes0, self.cpu0, self.t0 = self.scrapes(), cpu_seconds(tree(system.pid)), time.monotonic()
+        self.own0 = time.process_time()
+        self.rss_max = 0.0
+        self.by_minute: list[float] = []
+        self.cpm: list[float] = []
+        self.minute_mark = (self.cpu0, self.scrapes0)
+
+    def scrapes(self) -> list[int]:
+        return self.server.scrapes(by=self.system.tag)
+
+    def tick(self) -> None:
+        """Once a second: the most RSS seen, and each minute of a memory run its RSS and CPU per sample."""
+        pids = tree(self.system.pid)
+        self.rss_max = max(self.rss_max, rss_mb(pids))
+        if self.minutes and time.monotonic() - self.t0 >= 60 * (len(self.by_minute) + 1):
+            self.by_minute.append(rss_mb(pids))
+            now_cpu, now_scrapes = cpu_seconds(pids), self.scrapes()
+            cpu0, scrapes0 = self.minute_mark
+            self.cpm.append((now_cpu - cpu0) / max(1, _samples(self.server, scrapes0, now_scrapes)) * 1e6)
+            self.minute_mark = (now_cpu, now_scrapes)
+
+    def run(self, *, targets: int, rep: int, interval_s: float) -> Run:
+        pids = tree(self.system.pid)
+        cpu1, scrapes1, t1, own1 = cpu_seconds(pids), self.scrapes(), time.monotonic(), time.process_time()
+        rss = rss_mb(pids)
+        made = sum(b - a for a, b in zip(self.scrapes0, scrapes1, strict=True))
+        return Run(system=self.system.name, targets=targets, rep=rep, seconds=t1 - self.t0, cpu_s=cpu1 - self.cpu0,
+                   samples=_samples(self.server, self.scrapes0, scrapes1), made=made,
+                   expected=round(len(scrapes1) * (t1 - self.t0) / interval_s), rss_mb=rss,
+                   rss_max_mb=max(self.rss_max, rss), load=load_average(),
+                   server_pct=100 * (own1 - self.own0) / (t1 - self.t0), rss_by_minute=self.by_minute,
+                   cpu_per_m_by_minute=self.cpm)
+
+
+def _watch_for(watches: Sequence[Watch], seconds: float) -> None:
+    t0 = time.monotonic()
+    while (elapsed := time.monotonic() - t0) < seconds:
+        time.sleep(min(1.0, seconds - elapsed))
+        for w in watches:
+            w.tick()
+
+
 def measure(system: System, server: TargetServer, *, targets: int, rep: int, seconds: float, warmup: float,
             interval_s: float, profile: bool, minutes: int = 0) -> Run:
     time.sleep(warmup)
-    pids = tree(system.pid)
     spy_out = system.directory / "py-spy.txt"
     spy = start_py_spy(system.pid, seconds, spy_out) if profile and system.name.startswith("ptmon") else None
     if spy is None and profile and system.cprofile_path is None and system.name.startswith("ptmon"):
         print("  (no py-spy: run with --profile=cprofile for a cProfile)", file=sys.stderr)
-    if system.name.startswith("ptmon"):
-        os.kill(system.pid, signal.SIGUSR1)  # its dashboard() times count from here
-    scrapes0, cpu0, t0, own0 = server.scrapes(), cpu_seconds(pids), time.monotonic(), time.process_time()
-    rss_max = 0.0
-    by_minute: list[float] = []
-    cpm: list[float] = []
-    minute_mark = (cpu0, server.scrapes())
-    while (elapsed := time.monotonic() - t0) < seconds:
-        time.sleep(min(1.0, seconds - elapsed))
-        pids = tree(system.pid)
-        rss_max = max(rss_max, rss_mb(pids))
-        if minutes and time.monotonic() - t0 >= 60 * (len(by_minute) + 1):
-            by_minute.append(rss_mb(pids))
-            now_cpu, now_scrapes = cpu_seconds(pids), server.scrapes()
-            cpm.append((now_cpu - minute_mark[0]) / max(1, _samples(server, minute_mark[1], now_scrapes)) * 1e6)
-            minute_mark = (now_cpu, now_scrapes)
-    pids = tree(system.pid)
-    cpu1, scrapes1, t1, own1 = cpu_seconds(pids), server.scrapes(), time.monotonic(), time.process_time()
-    rss = rss_mb(pids)
-    made = sum(b - a for a, b in zip(scrapes0, scrapes1, strict=True))
-    run = Run(system=system.name, targets=targets, rep=rep, seconds=t1 - t0, cpu_s=cpu1 - cpu0,
-              samples=_samples(server, scrapes0, scrapes1), made=made,
-              expected=round(len(scrapes0) * (t1 - t0) / interval_s), rss_mb=rss, rss_max_mb=max(rss_max, rss),
-              load=load_average(), server_pct=100 * (own1 - own0) / (t1 - t0), rss_by_minute=by_minute,
-              cpu_per_m_by_minute=cpm)
+    watch = Watch(system, server, minutes=minutes)
+    _watch_for([watch], seconds)
+    run = watch.run(targets=targets, rep=rep, interval_s=interval_s)
     if spy is not None:
         _, err = spy.communicate(timeout=seconds + 30)
         if spy_out.exists():
@@ -367,6 +401,16 @@ def measure(system: System, server: TargetServer, *, targets: int, rep: int, sec
         else:
             print(f"  py-spy wrote nothing: {err.decode(errors='replace')[-500:]}", file=sys.stderr)
     return run
+
+
+def measure_together(systems: Sequence[System], server: TargetServer, *, targets: int, minutes: int,
+                     warmup: float, interval_s: float) -> list[Run]:
+    """Every system at once on the same targets (a memory run an hour long, side by side, in an hour): each
+    counts only its own scrapes (its URLs end ``?by=NAME``); CPU figures then include their contention."""
+    time.sleep(warmup)
+    watches = [Watch(s, server, minutes=minutes) for s in systems]
+    _watch_for(watches, 60.0 * minutes)
+    return [w.run(targets=targets, rep=1, interval_s=interval_s) for w in watches]
 
 
 def _samples(server: TargetServer, before: Sequence[int], after: Sequence[int]) -> int:
@@ -461,6 +505,18 @@ def _systems(spec: str, rev: str | None) -> list[str]:
     return [s for s in systems if s not in missing]
 
 
+def _together(names: Sequence[str], server: TargetServer, *, size: int, args: argparse.Namespace) -> list[Run]:
+    with ExitStack() as stack:
+        systems = [stack.enter_context(running(n, server.urls, interval_s=args.interval, cprofile=False, tag=n))
+                   for n in names]
+        runs = measure_together(systems, server, targets=size, minutes=args.minutes, warmup=args.warmup,
+                                interval_s=args.interval)
+    for run, system in zip(runs, systems, strict=True):
+        run.builds_ms = system.builds_ms
+        print(row(run, _prom_of(run, runs)), file=sys.stderr, flush=True)
+    return runs
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -479,8 +535,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="profile the ptmon child(ren): top 25 functions by own time")
     parser.add_argument("--minutes", type=int, default=0, help="a memory run: each system this long per size, "
                                                                "RSS and CPU per sample every minute")
+    parser.add_argument("--together", action="store_true",
+                        help="with --minutes: every system at once on the same targets, each counting its own "
+                             "scrapes (an hour side by side takes an hour)")
     parser.add_argument("--json", action="store_true", help="print the runs as JSON instead of the table")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.together and not args.minutes:
+        parser.error("--together is a memory run: give --minutes")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -496,6 +558,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for size in sizes:
             with TargetServer(workers=size) as server:
+                if args.together:
+                    runs += _together(systems, server, size=size, args=args)
+                    continue
                 for rep in range(1, reps + 1):
                     for name in systems:
                         with running(name, server.urls, interval_s=args.interval, cprofile=cprofile) as system:

@@ -152,11 +152,18 @@ _HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=ut
 _NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
 
 
+def _tag(head: bytes) -> str:
+    """The ``by`` of a request line ``GET /metrics?by=TAG HTTP/1.1``; "" without one."""
+    line = head.split(b"\r\n", 1)[0].rsplit(b" ", 1)[0]
+    return line.partition(b"?by=")[2].decode("ascii", "replace")
+
+
 class TargetServer:
     """``workers`` rollout-worker targets and one trainer target on loopback ports, served from a thread.
 
     ``urls`` lists the trainer first; ``samples[i]`` is target i's samples per
-    scrape and ``scrapes()`` the requests each has answered so far.
+    scrape and ``scrapes()`` the requests each has answered so far; ``scrapes(by=TAG)`` only those whose URL
+    ended ``?by=TAG`` (systems scraping at once, each counted apart: bench_scale ``--together``).
     """
 
     def __init__(self, *, workers: int) -> None:
@@ -165,6 +172,7 @@ class TargetServer:
         self.samples = [p.samples for p in self.pages]
         self.urls: list[str] = []
         self._counts = [0] * len(self.pages)
+        self._counts_by: dict[str, list[int]] = {}
         self._renders: dict[tuple[int, int], bytes] = {}  # (trainer 0 / worker 1, step) -> body
         self._t0 = time.monotonic()
         self._loop = asyncio.new_event_loop()
@@ -183,8 +191,10 @@ class TargetServer:
         self._thread.join(timeout=10)
         self._loop.close()
 
-    def scrapes(self) -> list[int]:
-        return list(self._counts)
+    def scrapes(self, by: str | None = None) -> list[int]:
+        if by is None:
+            return list(self._counts)
+        return list(self._counts_by.get(by, [0] * len(self.pages)))
 
     async def _listen(self) -> list[int]:
         ports = []
@@ -222,6 +232,9 @@ class TargetServer:
                     writer.write(_NOT_FOUND)
                     continue
                 self._counts[i] += 1
+                tag = _tag(head)
+                if tag:
+                    self._counts_by.setdefault(tag, [0] * len(self.pages))[i] += 1
                 body = self._body(i)
                 writer.write(_HEAD % len(body) + body)
                 await writer.drain()
