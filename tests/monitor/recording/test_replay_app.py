@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.widgets import Input
 
 from ptmon.monitor.recording.commands import open_replay
+from ptmon.monitor.recording.replay import ReplayFeed
 from ptmon.monitor.recording.replay_app import ReplayApp, ReplayBar
 from tests.monitor.helpers import T0
 from tests.monitor.recording.test_replay import _live_run
@@ -19,11 +20,16 @@ async def _settle(app, pilot, now: float | None = None) -> None:
             return
 
 
-async def test_pause_step_speed_seek_and_the_bar(tmp_path):
+async def _replay_app(tmp_path) -> tuple[ReplayApp, ReplayFeed]:
+    """``ptmon replay`` on a recording of a real live run."""
     path = tmp_path / "run.rec"
     await _live_run(path)
     feed = open_replay(str(path))
-    app = ReplayApp(feed)
+    return ReplayApp(feed), feed
+
+
+async def test_pause_step_speed_seek_and_the_bar(tmp_path):
+    app, feed = await _replay_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         head = feed.playhead
         for _ in range(200):
@@ -64,10 +70,7 @@ async def test_pause_step_speed_seek_and_the_bar(tmp_path):
 
 async def test_the_follow_timer_ticking_as_the_widgets_go_does_not_crash_the_app(tmp_path):
     """At quit the bar is removed before the half-second follow timer stops; CI once saw NoMatches there."""
-    path = tmp_path / "run.rec"
-    await _live_run(path)
-    feed = open_replay(str(path))
-    app = ReplayApp(feed)
+    app, _ = await _replay_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("p")
         await app.query_one(ReplayBar).remove()
