@@ -260,7 +260,7 @@ class _QueryAPI:
 
     url: str
 
-    def log_tail(self, lines: int = 30) -> str:
+    def log_tail(self, lines: int = 30) -> str:  # the server process's: it comes first in the subclasses' MRO
         raise NotImplementedError
 
     def api(self, path: str, **params: str) -> dict[str, Any]:
@@ -294,7 +294,7 @@ class _QueryAPI:
             time.sleep(0.2)
 
 
-class PrometheusServer(_QueryAPI, _ServerProcess):
+class PrometheusServer(_ServerProcess, _QueryAPI):
     """A running prometheus process on a loopback port; see the usage note above."""
 
     name = "prometheus"
@@ -366,7 +366,7 @@ def prometheus_on_config(prometheus_bin: str, tmp_path_factory: pytest.TempPathF
 # besides the config (``flags=`` adds more): the shipped config must work as a user starts it.
 
 
-class VictoriaMetricsServer(_QueryAPI, _ServerProcess):
+class VictoriaMetricsServer(_ServerProcess, _QueryAPI):
     """Single-node VictoriaMetrics scraping ``config_path`` (``-promscrape.config``), queried like Prometheus."""
 
     name = "victoria-metrics"
@@ -382,7 +382,7 @@ class VictoriaMetricsServer(_QueryAPI, _ServerProcess):
                 f"-httpListenAddr=127.0.0.1:{port}", *self.flags]
 
 
-class VMAlertServer(_QueryAPI, _ServerProcess):
+class VMAlertServer(_ServerProcess, _QueryAPI):
     """vmalert evaluating rule files against ``datasource``, writing recorded series back to it.
 
     ``notifier``: an Alertmanager URL; vmalert refuses to start alerting

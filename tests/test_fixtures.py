@@ -20,6 +20,7 @@ from ptmon.exporters import EvalExporter
 from tests.conftest import (
     PROMETHEUS_FIXTURES,
     AlertmanagerServer,
+    PrometheusServer,
     PushgatewayServer,
     VictoriaMetricsServer,
     VMAlertServer,
@@ -83,3 +84,13 @@ def test_victoria_metrics_and_vmalert_answer_the_query_api(
         assert time.monotonic() < deadline, f"no alert reached Alertmanager; vmalert log:\n{alert.log_tail()}"
         time.sleep(0.2)
     assert [a["name"] for g in alert.api("rules")["groups"] for a in g["rules"]] == ["Always"]
+
+
+@pytest.mark.parametrize("server", [PrometheusServer, VictoriaMetricsServer, VMAlertServer])
+def test_a_query_servers_failure_message_carries_its_log(server: type[PrometheusServer], tmp_path: Path) -> None:
+    """wait_for's timeout and a failed start quote the server's log; the query mixin's placeholder once came
+    first in the MRO and raised NotImplementedError instead, hiding why Prometheus did not answer."""
+    instance = object.__new__(server)  # no process: only its log is read
+    instance.log_path = tmp_path / "log"
+    instance.log_path.write_text("level=error msg=\"the real reason\"\n")
+    assert "the real reason" in instance.log_tail()
