@@ -255,13 +255,11 @@ def _started_servers(make: Callable[..., _Server]) -> Iterator[Callable[..., _Se
             server.stop()
 
 
-class _QueryAPI:
-    """Prometheus's HTTP query API (``/api/v1/...``), as Prometheus, VictoriaMetrics and vmalert serve it."""
+class _QueryAPI(_ServerProcess):
+    """Prometheus's HTTP query API (``/api/v1/...``), as Prometheus, VictoriaMetrics and vmalert serve it.
 
-    url: str
-
-    def log_tail(self, lines: int = 30) -> str:  # the server process's: it comes first in the subclasses' MRO
-        raise NotImplementedError
+    A server process itself, so its failures quote the process's own log (a mixin's placeholder for it once came
+    first in the servers' MRO and raised NotImplementedError instead)."""
 
     def api(self, path: str, **params: str) -> dict[str, Any]:
         """GET /api/v1/<path>; returns the ``data`` member, raising on an API error."""
@@ -294,7 +292,7 @@ class _QueryAPI:
             time.sleep(0.2)
 
 
-class PrometheusServer(_ServerProcess, _QueryAPI):
+class PrometheusServer(_QueryAPI):
     """A running prometheus process on a loopback port; see the usage note above."""
 
     name = "prometheus"
@@ -366,7 +364,7 @@ def prometheus_on_config(prometheus_bin: str, tmp_path_factory: pytest.TempPathF
 # besides the config (``flags=`` adds more): the shipped config must work as a user starts it.
 
 
-class VictoriaMetricsServer(_ServerProcess, _QueryAPI):
+class VictoriaMetricsServer(_QueryAPI):
     """Single-node VictoriaMetrics scraping ``config_path`` (``-promscrape.config``), queried like Prometheus."""
 
     name = "victoria-metrics"
@@ -382,7 +380,7 @@ class VictoriaMetricsServer(_ServerProcess, _QueryAPI):
                 f"-httpListenAddr=127.0.0.1:{port}", *self.flags]
 
 
-class VMAlertServer(_ServerProcess, _QueryAPI):
+class VMAlertServer(_QueryAPI):
     """vmalert evaluating rule files against ``datasource``, writing recorded series back to it.
 
     ``notifier``: an Alertmanager URL; vmalert refuses to start alerting
