@@ -565,7 +565,8 @@ def _run_tui(opts: DemoOptions) -> int:
                   file=sys.stderr, flush=True)
             fleet.start()
             settings = demo_settings(fleet.endpoints, interval_s=opts.interval_s)
-            app = PtmonApp(LiveFeed(settings), interval_s=settings.interval_s, window_s=settings.window_s,
+            app = PtmonApp(LiveFeed(settings, settle_heap=True), interval_s=settings.interval_s,
+                           window_s=settings.window_s,
                            thresholds=settings.thresholds, timeout_s=settings.timeout_s, title=_title(opts),
                            time_scale=opts.speed)
             apps.append(app)

@@ -603,12 +603,12 @@ def run_watch(args: argparse.Namespace) -> int:
         return 2
     from ptmon.monitor.events import EventsFeed
 
-    feed: Feed = EventsFeed(LiveFeed(settings))
+    feed: Feed = EventsFeed(LiveFeed(settings, settle_heap=True))
     if getattr(args, "record", None):
         from ptmon.monitor.recording import RecordingError, recording_feed
 
         try:
-            recording = recording_feed(settings, args.record)
+            recording = recording_feed(settings, args.record, settle_heap=True)
         except RecordingError as exc:
             print(f"ptmon watch: {safe(str(exc))}", file=sys.stderr)
             return 2

@@ -2,7 +2,8 @@
 
 The scraper polls each target on its own loop; the Prometheus source polls
 one server. Everything else about polling is the same and lives here once:
-start/aclose, ``set_interval``, start-to-start cadence with backoff while a
+start/aclose, ``set_interval``, a fixed grid of slots per unit (as Prometheus keeps, so a late
+wake-up never pushes every later poll back) spread over ``PHASES`` offsets, backoff while a
 unit fails, a poll that never overlaps the previous one of the same unit and
 never lets a bug end its loop, the client-or-reason of each TLS setting, and
 the fetch deadline.
@@ -20,9 +21,14 @@ import httpx
 from ptmon.monitor.settings import effective_timeout
 from ptmon.monitor.sources.errors import FetchError, short
 
-__all__ = ["Poller", "PollState", "TLSKey", "backoff_delay", "check_polling", "MAX_BACKOFF_S"]
+__all__ = ["Poller", "PollState", "TLSKey", "backoff_delay", "check_polling", "next_slot", "phase_of",
+           "MAX_BACKOFF_S", "PHASES"]
 
 MAX_BACKOFF_S = 30.0
+# Units are spread over this many offsets within the interval: 256 targets polled in the same instant queue
+# 256 fetches and parses behind each other (and behind a Dashboard build), and the last ones outlived their
+# deadline; in eight groups each burst is an eighth of that.
+PHASES = 8
 TLSKey = tuple[bool, str | None]  # (verify_tls, ca_file): httpx fixes TLS settings per client
 
 
@@ -52,6 +58,23 @@ def backoff_delay(interval_s: float, failures: int, *, max_backoff_s: float = MA
     if failures <= 0:
         return interval_s
     return min(max(max_backoff_s, interval_s), interval_s * 2.0 ** min(failures - 1, 32))
+
+
+def next_slot(due: float, *, interval_s: float, now: float) -> float:
+    """When the poll after the one due at ``due`` is due: the grid ``due + k x interval``, never drifting.
+
+    The next slot when it is still ahead; when it has passed (a poll, or the event loop, ran long), the
+    latest slot passed, so the poll runs at once (never overlapped) and the grid is kept: one late wake-up
+    delays one poll, not every later one, which start-to-start timing did (each lost the lateness of the
+    last, and the losses added up to missed scrapes).
+    """
+    behind = int((now - due) // interval_s)
+    return due + max(1, behind) * interval_s
+
+
+def phase_of(index: int) -> float:
+    """The offset of unit ``index`` within the interval, as a fraction of it (units round-robin over PHASES)."""
+    return (index % PHASES) / PHASES
 
 
 @dataclass(slots=True, kw_only=True)
@@ -114,7 +137,8 @@ class Poller(Generic[S]):
     async def start(self) -> None:
         self._check_open()
         if not self._tasks:
-            self._tasks = [asyncio.create_task(self._loop(unit), name=name) for name, unit in self._units()]
+            self._tasks = [asyncio.create_task(self._loop(unit, phase=phase_of(i)), name=name)
+                           for i, (name, unit) in enumerate(self._units())]
 
     async def scrape_once(self) -> None:
         self._check_open()
@@ -165,22 +189,22 @@ class Poller(Generic[S]):
             raise FetchError(client)
         return client
 
-    async def _loop(self, unit: S) -> None:
-        """One unit's loop: poll, then wait out the interval from the poll's start (or the backoff when failing)."""
+    async def _loop(self, unit: S, *, phase: float) -> None:
+        """One unit's loop: poll at once, then on its grid (offset ``phase`` of the interval), or after the
+        backoff while failing (the grid starts again from the first poll that answers)."""
         loop = asyncio.get_running_loop()
+        due = loop.time() + phase * self._interval  # the first poll runs now, its grid from its phase
         while True:
-            began = loop.time()
             await self._poll(unit)
             ended = now = loop.time()
-            while await self._nap(self._delay(unit, began=began, ended=ended, now=now)):
+            while await self._nap(self._delay(unit, due=due, ended=ended, now=now)):
                 now = loop.time()  # the interval changed while waiting: measure the wait again
+            due = loop.time() if unit.failures else next_slot(due, interval_s=self._interval, now=now)
 
-    def _delay(self, unit: S, *, began: float, ended: float, now: float) -> float:
+    def _delay(self, unit: S, *, due: float, ended: float, now: float) -> float:
         if unit.failures:
             return max(0.0, backoff_delay(self._interval, unit.failures) - (now - ended))
-        # Keep the cadence from start to start; a poll longer than the interval is
-        # followed at once, never overlapped.
-        return max(0.0, began + self._interval - now)
+        return max(0.0, next_slot(due, interval_s=self._interval, now=now) - now)
 
     async def _nap(self, delay: float) -> bool:
         """Sleep ``delay`` (the injected sleep); True when ``set_interval`` cut it short."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import inspect
 import json
 import signal
 import sys
@@ -41,7 +42,9 @@ async def _run(urls: list[str], *, interval_s: float, window_s: float, rev: str 
     names = ["trainer"] + [f"worker-{i}" for i in range(1, len(urls))]
     targets = tuple(settings_mod.Target(name=n, url=u) for n, u in zip(names, urls, strict=True))
     settings = settings_mod.Settings(targets=targets, interval_s=interval_s, window_s=window_s)
-    feed = live.LiveFeed(settings)
+    # An older revision's LiveFeed may not know the option (it then runs as it did).
+    settles = "settle_heap" in inspect.signature(live.LiveFeed).parameters
+    feed = live.LiveFeed(settings, **({"settle_heap": True} if settles else {}))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -322,3 +322,37 @@ async def test_a_long_build_lets_the_event_loop_run_and_shows_the_same_numbers(m
     one_go = build_dashboard(feed.store, feed.health(), settings, now=d.now, window_s=60, evals=feed.evals)
     assert dc_replace(d, alerts=()) == one_go
     assert d.rollout_rate_per_s is not None and d.rollout_rate_per_s == one_go.rollout_rate_per_s
+
+
+async def test_a_settled_feed_freezes_the_heap_once_every_target_has_answered_or_failed() -> None:
+    # The long-lived state (series, parser caches) out of the collector's reach, so full collections stop
+    # walking it on the event loop; not before every target was polled (their first series are still to come).
+    import gc
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "b":
+            raise httpx.ConnectError("refused", request=request)
+        return httpx.Response(200, content=b"ptmon_rollout_tokens_total 5\n")
+
+    settings = Settings(targets=(Target(name="a", url="http://a:9100/metrics"),
+                                 Target(name="b", url="http://b:9100/metrics")))
+    gc.unfreeze()
+    try:
+        feed = LiveFeed(settings, transport=httpx.MockTransport(handler), settle_heap=True)
+        await feed.dashboard(window_s=60.0)
+        assert gc.get_freeze_count() == 0  # nothing polled yet
+        await feed.collect_once()
+        await feed.dashboard(window_s=60.0)
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        gc.unfreeze()
+        await feed.dashboard(window_s=60.0)
+        assert gc.get_freeze_count() == 0  # once only
+        await feed.aclose()
+        plain = LiveFeed(settings, transport=httpx.MockTransport(handler))
+        await plain.collect_once()
+        await plain.dashboard(window_s=60.0)
+        assert gc.get_freeze_count() == 0  # the default (snapshot, tests): the heap is left alone
+        await plain.aclose()
+    finally:
+        gc.unfreeze()
