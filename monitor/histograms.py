@@ -69,12 +69,7 @@ def increase_ratio(w: Window, sum_series: Series, count_series: Series) -> tuple
 
 
 def _labels_key(series: Series, *, drop: str = "") -> _LabelsKey:
-    labels = series.labels
-    if drop not in labels:
-        return tuple(sorted(labels.items()))
-    rest = dict(labels)  # C-level copy and pop: this runs for every bucket series every build
-    del rest[drop]
-    return tuple(sorted(rest.items()))
+    return series.sorted_labels(without=drop)
 
 
 def mean_parts(store: Store, target: str, spec: MetricSpec, w: Window, *,

@@ -207,7 +207,7 @@ class Series:
     """
 
     __slots__ = ("name", "labels", "cost", "_t", "_v", "_lo", "_base", "_cap", "_slack", "_index", "_carried",
-                 "_clock", "_s0", "_cold", "_ncold", "_k", "_freeze", "_thawed")
+                 "_clock", "_s0", "_cold", "_ncold", "_k", "_freeze", "_thawed", "_sorted")
 
     def __init__(self, name: str, labels: Mapping[str, str], *, capacity: int, cost: int = 0,
                  hot: int = DEFAULT_HOT, chunk: int = CHUNK) -> None:
@@ -219,6 +219,7 @@ class Series:
         # The parser's Labels cannot change: shared, not copied (the store's known-cache holds the same object).
         self.labels: Mapping[str, str] = MappingProxyType(labels if type(labels) is Labels else dict(labels))
         self.cost = cost  # label_cost, as charged to the target's budget
+        self._sorted: tuple[str, tuple[tuple[str, str], ...]] | None = None  # sorted_labels' last answer
         self._t: array[float] | None = array("d")
         self._clock: _Clock | None = None
         self._s0 = 0
@@ -239,6 +240,23 @@ class Series:
         # Pre-reset values of drops cut off the front with their points: a counter's total
         # across restarts (spend) must not shrink when the restart leaves the buffer.
         self._carried = 0.0
+
+    def sorted_labels(self, *, without: str = "") -> tuple[tuple[str, str], ...]:
+        """Its label set as sorted (name, value) pairs, less the label ``without``: what groups series of
+        one family across names (a histogram's ``_sum``, ``_count`` and buckets). Labels never change, so
+        the last answer is kept: every build asked again for every bucket series of every target."""
+        memo = self._sorted
+        if memo is not None and memo[0] == without:
+            return memo[1]
+        labels = self.labels
+        if without in labels:
+            rest = dict(labels)
+            del rest[without]
+            items = tuple(sorted(rest.items()))
+        else:
+            items = tuple(sorted(labels.items()))
+        self._sorted = (without, items)
+        return items
 
     @property
     def carried(self) -> float:
@@ -585,6 +603,7 @@ class _Latest(Series):
         self.name = name
         self.labels = MappingProxyType(labels if type(labels) is Labels else dict(labels))
         self.cost = cost
+        self._sorted = None
         self._carried = 0.0
         # (time, value) in one array: a scrape plan (``Store``) sets both from C, no call per sample.
         self._tv = array("d", (-math.inf, math.nan))

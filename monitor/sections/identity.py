@@ -42,21 +42,21 @@ def identity(ctx: Context) -> IdentityFields:
     if started_at is None and ctx.firsts:
         started_at = min(ctx.firsts.values())
     return IdentityFields(run=run, model=model, algorithm=algorithm, started_at=started_at,
-                          targets=tuple(_warned(_aged(t.health, ctx.now), ctx) for t in ctx.targets),
+                          targets=tuple(_shown(t.health, ctx) for t in ctx.targets),
                           stale_after_s=stale_after_s(ctx.settings.interval_s, ctx.settings.timeout_s))
 
 
-def _warned(health: TargetHealth, ctx: Context) -> TargetHealth:
-    """The cost numbers this target sends that are refused (``pricing.cost_warnings``), on its row."""
+def _shown(health: TargetHealth, ctx: Context) -> TargetHealth:
+    """The target's row as shown, in one copy (a build makes one per target, each second): how old its
+    numbers are (now - its last good scrape; never negative: clocks step); its URL and error with secret
+    query values masked (``?token=***``), as the screen, the table and JSON show them; and the cost
+    numbers it sends that are refused (``pricing.cost_warnings``)."""
+    changes: dict[str, object] = {"url": mask_secrets(health.url)}
+    if health.error is not None:
+        changes["error"] = mask_secrets(health.error)
+    if health.last_success is not None:
+        changes["age_s"] = max(0.0, ctx.now - health.last_success)
     warnings = cost_warnings(ctx.store, health.name)
-    return replace(health, warning="; ".join(warnings)) if warnings else health
-
-
-def _aged(health: TargetHealth, now: float) -> TargetHealth:
-    """How old the target's numbers are: now - its last good scrape (never negative: clocks step); its URL
-    and error with secret query values masked (``?token=***``): the screen, the table and JSON show these."""
-    masked = replace(health, url=mask_secrets(health.url),
-                     error=None if health.error is None else mask_secrets(health.error))
-    if masked.last_success is None:
-        return masked
-    return replace(masked, age_s=max(0.0, now - masked.last_success))
+    if warnings:
+        changes["warning"] = "; ".join(warnings)
+    return replace(health, **changes)  # type: ignore[arg-type]

@@ -957,6 +957,24 @@ def test_fixture_cold_paths_agree_and_fill_the_same_caches(name: str) -> None:
     assert parsers[0]._held == parsers[1]._held == parsers[2]._held == parsers[3]._held
 
 
+@pytest.mark.parametrize("blocks", [
+    ['a="x=",b="y"', 'a="z"'],  # a value ending in '=': its '="' could be read as a separator
+    ['a="x"', 'a="x="'], ['a="="'],
+    ['a="},{b"', 'a="x"'],  # the join's separator inside a value
+    ['a="x", b="y"', 'a="x",\tb="y"', 'a="x",  \t b="y"', 'a="x",', 'a="v",b="w",'],  # blanks, trailing commas
+    ['a="x",a="y"', 'b="1"'],  # a label named twice: refused
+    ['a="\x01\t\x7f"', 'a="é✓\u2028"', 'a=""', 'a="",b=""', 'a=":",b="\\"'],
+    ['a="1",b="2",c="3"', "", 'le="+Inf"'],
+])
+def test_label_blocks_read_a_column_at_a_time_as_line_by_line(blocks: list[str]) -> None:
+    page = "".join(f"m{i}{{{b}}} {i}\n" if b else f"m{i} {i}\n" for i, b in enumerate(blocks * 3))
+    expected = _outcome(_line_by_line(), page, False)
+    assert _outcome(_ColumnsAlways(), page, False) == expected
+    assert _outcome(ExpositionParser(), page, False) == expected
+    om = page.replace(",}", "}") + "# EOF\n"
+    assert _outcome(_ColumnsAlways(), om, True) == _outcome(_line_by_line(), om, True)
+
+
 class _CountsColumns(ExpositionParser):
     """A parser that counts the pages it tried a column at a time."""
 

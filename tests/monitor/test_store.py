@@ -438,3 +438,11 @@ def test_a_span_read_after_every_point_equals_one_read_after_all_of_them(capacit
     assert stepped.span(start - 0.5, start + width) == reference_finite_span(inside)
     assert stepped.span() == batched.span() == reference_finite_span(kept)
     assert stepped.drop_times() == batched.drop_times()
+
+
+def test_sorted_labels_are_kept_per_label_left_out() -> None:
+    s = Series("h_bucket", {"le": "0.5", "env": "math", "a": "1"}, capacity=4)
+    assert s.sorted_labels(without="le") == (("a", "1"), ("env", "math"))
+    assert s.sorted_labels(without="le") is s.sorted_labels(without="le")  # kept: asked every build
+    assert s.sorted_labels() == (("a", "1"), ("env", "math"), ("le", "0.5"))  # another question, answered anew
+    assert s.sorted_labels(without="absent") == s.sorted_labels()
