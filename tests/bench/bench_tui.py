@@ -1,7 +1,7 @@
 """The whole TUI's CPU cost against live exporters (8 by default), next to the same data loop with no UI.
 
 Run: ``/work/venv/bin/python -m tests.bench.bench_tui [--seconds 60] [--warmup 10] [--interval 1] [--size 160x48]
-[--targets 8] [--no-idle]``
+[--targets 8] [--no-idle] [--tmux]``
 
 A child process serves real exporters on loopback (one TrainerExporter,
 ``--targets`` - 2 RolloutExporters, one EvalExporter, each on its own port via
@@ -18,6 +18,12 @@ other and on the same targets:
    its time), so nothing on screen changes: what Textual and the poll cost
    with no scraping and nothing to repaint. App minus no-UI minus idle UI is
    what repainting changed numbers costs.
+
+``--tmux``: one more phase, ``ptmon watch`` itself (the installed command, as a
+person runs it) on the same targets in a detached tmux session of ``--size``,
+its CPU (utime+stime of the pane's process from /proc) over the same seconds:
+a real terminal's escape sequences and writes, which the headless harness
+does not make.
 
 Each phase runs ``--warmup`` seconds first (imports, first layout, buffers
 filling), then CPU time (``time.process_time``: all threads of this process;
@@ -197,6 +203,42 @@ async def bench_loop(urls: list[str], *, interval_s: float, warmup_s: float, sec
                 rate=None if d is None else d.rollout_rate_per_s)
 
 
+def _proc_cpu_s(pid: int) -> float:
+    """utime + stime of ``pid``, seconds (fields 14 and 15 of /proc/PID/stat, after the command's parentheses)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_tmux(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,
+               size: tuple[int, int] = (160, 48)) -> dict:
+    """``ptmon watch URL...`` in a detached tmux session of ``size``; its CPU over ``seconds`` after ``warmup_s``."""
+    import shlex
+    import shutil
+
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise SystemExit("bench_tui --tmux: tmux is not installed")
+    session = f"bench-tui-{os.getpid()}"
+    ptmon = shutil.which("ptmon", path=os.path.dirname(sys.executable)) or "ptmon"
+    command = shlex.join([ptmon, "watch", "--interval", f"{interval_s:g}", *urls])
+    subprocess.run([tmux, "new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]),
+                    f"TERM=xterm-256color {command}"], check=True)
+    try:
+        pid = int(subprocess.run([tmux, "display-message", "-p", "-t", session, "#{pane_pid}"], check=True,
+                                 capture_output=True, text=True).stdout)
+        time.sleep(warmup_s)
+        cpu0, wall0 = _proc_cpu_s(pid), time.monotonic()
+        time.sleep(seconds)
+        cpu, wall = _proc_cpu_s(pid) - cpu0, time.monotonic() - wall0
+        screen = subprocess.run([tmux, "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+    finally:
+        subprocess.run([tmux, "kill-session", "-t", session], capture_output=True)
+    if cpu <= 0 or not screen.strip():
+        raise SystemExit(f"bench_tui --tmux: `ptmon watch` drew nothing (its screen: {screen[:200]!r})")
+    return dict(cpu=cpu, wall=wall, polls=None, up=None, rate=None, screen=screen)
+
+
 def _compare(urls: list[str], args: argparse.Namespace, size: tuple[int, int], results: dict[str, dict]) -> None:
     """App phases at HEAD and at ``--rev``, alternated (HEAD, rev, HEAD, rev ...) on the same targets."""
     pcts: dict[str, list[float]] = {"HEAD": [], args.rev: []}
@@ -223,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rev", help="also run the app phase at this git revision, interleaved with today's "
                         "(e.g. eea4eab): a ratio the machine's load cannot skew")
     parser.add_argument("--reps", type=int, default=1, help="app phases per side with --rev (default 1)")
+    parser.add_argument("--tmux", action="store_true", help="also `ptmon watch` itself in a tmux session of --size")
     parser.add_argument("--workers", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-exporters", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -250,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
             results["idle UI"] = asyncio.run(bench_idle(urls, interval_s=args.interval, warmup_s=args.warmup,
                                                         seconds=args.seconds, size=(width, height),
                                                         dashboard=results["app"]["dashboard"]))
+        if args.tmux:
+            results["tmux"] = bench_tmux(urls, interval_s=args.interval, warmup_s=args.warmup, seconds=args.seconds,
+                                         size=(width, height))
     finally:
         if child.stdin:
             child.stdin.close()
@@ -264,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         pct = 100 * r["cpu"] / r["wall"]
         r["pct"] = pct
         rate = "—" if r["rate"] is None else f"{r['rate']:.1f}"
-        print(f"{name:<8}{r['cpu']:>8.2f}{r['wall']:>8.1f}{pct:>12.2f}%{r['polls']:>7}{r['up']:>7}/{len(urls):<4}{rate:>12}")
+        polls, up = ("—", "—") if r["polls"] is None else (r["polls"], f"{r['up']}/{len(urls)}")
+        print(f"{name:<8}{r['cpu']:>8.2f}{r['wall']:>8.1f}{pct:>12.2f}%{polls:>7}{up:>12}{rate:>12}")
     app, loop = results["app"], results["no UI"]
     print(f"app / no-UI CPU ratio: {app['pct'] / loop['pct']:.2f}x  "
           f"(UI share: {app['pct'] - loop['pct']:.2f}% of a core)")
@@ -273,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"of the UI share: idle Textual + poll with nothing changing {idle['pct']:.2f}%, "
               f"repainting changed numbers {app['pct'] - loop['pct'] - idle['pct']:.2f}% of a core")
     print(f"goal: app under 3% of a core -> {'met' if app['pct'] < 3 else 'NOT met'} ({app['pct']:.2f}%)")
+    if "tmux" in results:
+        pct = results["tmux"]["pct"]
+        print(f"goal: `ptmon watch` in tmux at {width}x{height} under 3% of a core -> "
+              f"{'met' if pct < 3 else 'NOT met'} ({pct:.2f}%)")
     return 0
 
 
