@@ -857,11 +857,11 @@ class ExpositionParser:
                         if family is not None:
                             self._family = family
                         continue
+                    if hit is skip:  # a series ``keep`` rejected: its value is not read (most lines, with keep)
+                        skipped += 1
+                        continue
                     if val == hit[2]:  # same value as last scrape: same (immutable) Sample
                         append(hit[3])
-                        continue
-                    if hit is skip:  # a series ``keep`` rejected: its value is not read
-                        skipped += 1
                         continue
                     value = vget(val)
                     if value is None:  # a number not seen lately
