@@ -68,10 +68,6 @@ def increase_ratio(w: Window, sum_series: Series, count_series: Series) -> tuple
     return sum(d[1] for d in deltas), sum(d[2] for d in deltas)
 
 
-def _labels_key(series: Series, *, drop: str = "") -> _LabelsKey:
-    return series.sorted_labels(without=drop)
-
-
 def mean_parts(store: Store, target: str, spec: MetricSpec, w: Window, *,
                signed: tuple[MetricSpec, MetricSpec] | None = None) -> tuple[float, float]:
     """(Σ Δsum, Σ Δcount) of a histogram over the window, per label set; 0, 0 when nothing was observed.
@@ -89,7 +85,7 @@ def mean_parts(store: Store, target: str, spec: MetricSpec, w: Window, *,
     covered: set[_LabelsKey] = set()
     total, count = _signed_parts(store, target, spec, w, signed, covered) if signed is not None else (0.0, 0.0)
     for su, co in histogram_pairs(store, target, spec):
-        key = _labels_key(su)
+        key = su.sorted_labels()
         if key in covered:
             continue
         covered.add(key)
@@ -107,10 +103,10 @@ def _signed_parts(store: Store, target: str, spec: MetricSpec, w: Window, signed
     """(Δpositive − Δnegative, Δcount) over the label sets that have both signed counters; adds them to
     ``covered``."""
     total = count = 0.0
-    positive = {_labels_key(s): s for s in series_of(store, target, exposed_names(signed[0]))}
-    negative = {_labels_key(s): s for s in series_of(store, target, exposed_names(signed[1]))}
+    positive = {s.sorted_labels(): s for s in series_of(store, target, exposed_names(signed[0]))}
+    negative = {s.sorted_labels(): s for s in series_of(store, target, exposed_names(signed[1]))}
     for co in store.series(target, spec.count):  # store order: a deterministic float sum
-        key = _labels_key(co)
+        key = co.sorted_labels()
         pos, neg = positive.get(key), negative.get(key)
         if pos is None or neg is None:
             continue
@@ -127,7 +123,7 @@ def _bucket_estimates(store: Store, target: str, spec: MetricSpec, w: Window, co
     """(estimated Σ, count) per label set not ``covered``, from its buckets' increases."""
     groups: dict[_LabelsKey, list[tuple[float, float]]] = {}
     for s in store.series(target, spec.bucket):
-        key = _labels_key(s, drop=schema.LABEL_LE)
+        key = s.sorted_labels(without=schema.LABEL_LE)
         le = parse_le(s.labels.get(schema.LABEL_LE, ""))
         if key in covered or le is None:
             continue

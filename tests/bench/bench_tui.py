@@ -21,7 +21,7 @@ other and on the same targets:
 
 ``--tmux``: one more phase, ``ptmon watch`` itself (the installed command, as a
 person runs it) on the same targets in a detached tmux session of ``--size``,
-its CPU (utime+stime of the pane's process from /proc) over the same seconds:
+its CPU (utime+stime of the pane's process and any children, from /proc, as bench_scale reads it) over the same seconds:
 a real terminal's escape sequences and writes, which the headless harness
 does not make.
 
@@ -203,18 +203,13 @@ async def bench_loop(urls: list[str], *, interval_s: float, warmup_s: float, sec
                 rate=None if d is None else d.rollout_rate_per_s)
 
 
-def _proc_cpu_s(pid: int) -> float:
-    """utime + stime of ``pid``, seconds (fields 14 and 15 of /proc/PID/stat, after the command's parentheses)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def bench_tmux(urls: list[str], *, interval_s: float, warmup_s: float, seconds: float,
                size: tuple[int, int] = (160, 48)) -> dict:
     """``ptmon watch URL...`` in a detached tmux session of ``size``; its CPU over ``seconds`` after ``warmup_s``."""
     import shlex
     import shutil
+
+    from tests.bench.bench_scale import cpu_seconds, tree
 
     tmux = shutil.which("tmux")
     if tmux is None:
@@ -228,9 +223,9 @@ def bench_tmux(urls: list[str], *, interval_s: float, warmup_s: float, seconds: 
         pid = int(subprocess.run([tmux, "display-message", "-p", "-t", session, "#{pane_pid}"], check=True,
                                  capture_output=True, text=True).stdout)
         time.sleep(warmup_s)
-        cpu0, wall0 = _proc_cpu_s(pid), time.monotonic()
+        cpu0, wall0 = cpu_seconds(tree(pid)), time.monotonic()
         time.sleep(seconds)
-        cpu, wall = _proc_cpu_s(pid) - cpu0, time.monotonic() - wall0
+        cpu, wall = cpu_seconds(tree(pid)) - cpu0, time.monotonic() - wall0
         screen = subprocess.run([tmux, "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
     finally:
         subprocess.run([tmux, "kill-session", "-t", session], capture_output=True)
