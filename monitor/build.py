@@ -36,6 +36,7 @@ from ptmon.monitor.sections.rollouts import rollout_steps
 from ptmon.monitor.sections.sync import weight_sync
 from ptmon.monitor.sections.trainer import trainer
 from ptmon.monitor.settings import Settings
+from ptmon.monitor.slots import SlotMemo
 from ptmon.monitor.steps import Steps, run_steps
 from ptmon.monitor.store import Store
 
@@ -44,7 +45,8 @@ __all__ = ["build_dashboard", "build_steps", "run_steps", "Baseline", "EvalLog",
 
 def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
                     window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
-                    evaluated: Evaluated | None = None, rates_since: float | None = None) -> Dashboard:
+                    evaluated: Evaluated | None = None, rates_since: float | None = None,
+                    slot_memo: SlotMemo | None = None) -> Dashboard:
     """The Dashboard at ``now`` over ``(now - window_s, now]``, without alerts.
 
     ``baseline``: the IPD reference the caller pinned (``set_baseline_now``);
@@ -55,20 +57,22 @@ def build_dashboard(store: Store, health: Sequence[TargetHealth], settings: Sett
     replace the stored data's own before anything is derived from them.
     ``rates_since``: the last change of the scrape interval; rates use no sample before it (samples of two
     spacings make PromQL's extrapolation read low), as a fresh monitor's rates start at its first scrape.
+    ``slot_memo``: the caller's ``SlotMemo``, kept from one build to the next (the same numbers, cheaper).
     """
     return run_steps(build_steps(store, health, settings, now=now, window_s=window_s, baseline=baseline,
-                                 evals=evals, evaluated=evaluated, rates_since=rates_since))
+                                 evals=evals, evaluated=evaluated, rates_since=rates_since, slot_memo=slot_memo))
 
 
 def build_steps(store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
                 window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
-                evaluated: Evaluated | None = None, rates_since: float | None = None
-                ) -> Steps[Dashboard]:
+                evaluated: Evaluated | None = None, rates_since: float | None = None,
+                slot_memo: SlotMemo | None = None) -> Steps[Dashboard]:
     """``build_dashboard`` in steps: it yields between sections (and inside the costly ones) and returns
     the Dashboard, so a caller on an event loop can let scrapes run in between (``LiveFeed``) instead of
     blocking them for the whole build (hundreds of ms at 64 targets of 1,000 series). Same arguments."""
     ctx = yield from Context.steps(store, health, settings, now=now, window_s=window_s, baseline=baseline,
-                                   evals=evals, evaluated=evaluated, rates_since=rates_since)
+                                   evals=evals, evaluated=evaluated, rates_since=rates_since,
+                                   slot_memo=slot_memo)
     spend = cost(ctx)
     ipd = intelligence(ctx)
     yield

@@ -24,6 +24,7 @@ from ptmon.monitor.detail import ScrapeLog, TargetDetail, build_detail
 from ptmon.monitor.evaluated import Evaluated
 from ptmon.monitor.reads import is_read
 from ptmon.monitor.settings import Settings, Target
+from ptmon.monitor.slots import SlotMemo
 from ptmon.monitor.sources.base import Source
 from ptmon.monitor.sources.combined import Sources
 from ptmon.monitor.sources.files import FileSource, file_targets
@@ -80,6 +81,7 @@ class LiveFeed:
         self._baseline: Baseline | None = None
         self._alerts: tuple[Alert, ...] = ()
         self._rates_since: float | None = None  # the last interval change: rates start there
+        self._slot_memo = SlotMemo()  # the rate chart's settled slots, read again by the next build
         self._scrapes = ScrapeLog()  # each target's attempts as health showed them (the detail's history)
         # The details a screen shows, built with each Dashboard (same store state, health and now, so the two
         # agree), for as long as it asks: (name, window) -> Dashboards left before it is no longer built.
@@ -116,7 +118,8 @@ class LiveFeed:
             _freeze_heap()
         d = await _yielding(build_steps(self.store, health, settings, now=now, window_s=window_s,
                                         baseline=self._baseline, evals=self._evals,
-                                        evaluated=self._evaluated(window_s), rates_since=self._rates_since))
+                                        evaluated=self._evaluated(window_s), rates_since=self._rates_since,
+                                        slot_memo=self._slot_memo))
         self._alerts = evaluate(d, settings.thresholds, previous=self._alerts, marginal_k=settings.marginal_k)
         rows = {w.name: w for w in d.workers}
         self._details = {(name, ws): self._build_detail(name, ws, health, now, rows.get(name))

@@ -25,6 +25,7 @@ from ptmon.monitor.evals import Baseline, EvalLog, observe_evals
 from ptmon.monitor.evaluated import Evaluated, prefer
 from ptmon.monitor.pricing import CostSeries, cost_series
 from ptmon.monitor.settings import Settings, evaluated_max_age_s
+from ptmon.monitor.slots import SlotMemo
 from ptmon.monitor.steps import Steps, run_steps
 from ptmon.monitor.store import Series, Store
 from ptmon.monitor.targets import KnownTarget, known_targets
@@ -39,6 +40,7 @@ class Context:
 
     # inputs
     store: Store
+    slot_memo: SlotMemo | None  # the rate chart's settled slots, kept by the caller between builds
     settings: Settings
     now: float
     window_s: float
@@ -68,28 +70,31 @@ class Context:
 
     def __init__(self, store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
                  window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
-                 evaluated: Evaluated | None = None, rates_since: float | None = None) -> None:
+                 evaluated: Evaluated | None = None, rates_since: float | None = None,
+                 slot_memo: SlotMemo | None = None) -> None:
         self._inputs(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals,
-                     evaluated=evaluated, rates_since=rates_since)
+                     evaluated=evaluated, rates_since=rates_since, slot_memo=slot_memo)
         run_steps(_share_rates(self))
         _share_cost(self)
 
     @classmethod
     def steps(cls, store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
               window_s: float, baseline: Baseline | None = None, evals: EvalLog | None = None,
-              evaluated: Evaluated | None = None, rates_since: float | None = None) -> Steps[Context]:
+              evaluated: Evaluated | None = None, rates_since: float | None = None,
+              slot_memo: SlotMemo | None = None) -> Steps[Context]:
         """The same Context, made in steps (a target's rates each): ``build.build_steps``."""
         ctx = cls.__new__(cls)
         ctx._inputs(store, health, settings, now=now, window_s=window_s, baseline=baseline, evals=evals,
-                    evaluated=evaluated, rates_since=rates_since)
+                    evaluated=evaluated, rates_since=rates_since, slot_memo=slot_memo)
         yield from _share_rates(ctx)
         _share_cost(ctx)
         return ctx
 
     def _inputs(self, store: Store, health: Sequence[TargetHealth], settings: Settings, *, now: float,
                 window_s: float, baseline: Baseline | None, evals: EvalLog | None, evaluated: Evaluated | None,
-                rates_since: float | None) -> None:
+                rates_since: float | None, slot_memo: SlotMemo | None) -> None:
         self.store = store
+        self.slot_memo = slot_memo
         self.settings = settings
         self.now = now
         self.window_s = window_s

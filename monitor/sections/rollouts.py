@@ -18,10 +18,11 @@ from ptmon.monitor.evaluated import prefer
 from ptmon.monitor.histograms import mean_parts
 from ptmon.monitor.sections.context import Context
 from ptmon.monitor.settings import MEDIAN_WINDOW_S, Thresholds, chart_step_s, median_slot_s
+from ptmon.monitor.slots import rate_slot_steps
 from ptmon.monitor.steps import Steps, run_steps
 from ptmon.monitor.store import Series
 from ptmon.monitor.targets import KnownTarget
-from ptmon.monitor.window import finite, rate_slot_steps, sum_known
+from ptmon.monitor.window import finite, sum_known
 
 __all__ = ["RolloutFields", "rollouts", "rollout_steps", "worker_status", "is_slow"]
 
@@ -162,7 +163,7 @@ def _chart_and_median(ctx: Context) -> Steps[tuple[tuple[Point, ...], float | No
     chart, slots = yield from rate_slot_steps(
         (s for s in ctx.rollout_series.values() if s),
         ((ctx.w.start, end, chart_step_s(ctx.window_s, ctx.settings.interval_s)),
-         (end - MEDIAN_WINDOW_S, end, median_slot_s(ctx.settings.interval_s))))
+         (end - MEDIAN_WINDOW_S, end, median_slot_s(ctx.settings.interval_s))), memo=ctx.slot_memo)
     finite_slots = [p for p in slots if math.isfinite(p[1])]
     median_10m = median(v for _, v in finite_slots) if len(finite_slots) >= 3 else None
     return tuple(p for p in chart if math.isfinite(p[1])), median_10m
