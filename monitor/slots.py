@@ -151,26 +151,27 @@ def _same(a: Series, b: Series) -> bool:
 
 def _target_rates(series: list[Series], lo: float, hi: float, grids: list[_Grid], memo: SlotMemo | None
                   ) -> list[tuple[list[float], list[bool]]]:
-    """One target's rate and whether it had data, per slot of each grid: settled slots from ``memo``, the
-    others from its series' columns over ``(lo, hi]`` (copied once for every grid)."""
+    """One target's rate and whether it had data, per slot of each grid: none in the slots before its
+    first point, settled slots from ``memo``, the others from its series' columns over ``(lo, hi]``
+    (copied once for every grid)."""
     cols = [s.columns(lo, hi) for s in series]
     out = []
     for g in grids:
         run = memo.run(series, g.step) if memo is not None else None
-        ok_lo, ok_hi = _settled_slots(cols, g, lo, hi)
+        empty, ok_lo, ok_hi = _slot_kinds(cols, g, lo, hi)
         use_lo, use_hi = _reusable(run, g, ok_lo, ok_hi)
         if use_lo >= use_hi:
             use_lo = use_hi = g.slots
-        head = _computed(cols, g, 0, use_lo, lo, hi)
+        head = _computed(cols, g, empty, use_lo, lo, hi)
         tail = _computed(cols, g, use_hi, g.slots, lo, hi)
-        rates, known = head[0], head[1]
+        rates, known = [0.0] * empty + head[0], [False] * empty + head[1]
         if run is not None and use_lo < use_hi:
             at = g.k0 + use_lo - 1 - run.k
             rates = rates + run.rates[at:at + use_hi - use_lo]
             known = known + run.known[at:at + use_hi - use_lo]
         rates, known = rates + tail[0], known + tail[1]
         if memo is not None:
-            memo.computed += g.slots - (use_hi - use_lo)
+            memo.computed += g.slots - empty - (use_hi - use_lo)
             if ok_lo < ok_hi:
                 memo.keep(series, g.step, _Run(series, g.k0 + ok_lo - 1, rates[ok_lo:ok_hi], known[ok_lo:ok_hi]))
         out.append((rates, known))
@@ -185,18 +186,25 @@ def _reusable(run: _Run | None, g: _Grid, ok_lo: int, ok_hi: int) -> tuple[int, 
     return max(ok_lo, held), min(ok_hi, held + len(run.rates))
 
 
-def _settled_slots(cols: list[_Columns], g: _Grid, lo: float, hi: float) -> tuple[int, int]:
-    """The aligned slots ``[i, j)`` of ``g`` that are settled (``SlotMemo``); empty when a series has fewer
-    than two points in the window (it adds to no slot now, and may have to one computed before)."""
-    first, last = -math.inf, math.inf
+def _slot_kinds(cols: list[_Columns], g: _Grid, lo: float, hi: float) -> tuple[int, int, int]:
+    """``(n, i, j)``: the first ``n`` slots of ``g`` end before the target's first point in the window (no
+    data: both bounds pick that point), and the aligned slots ``[i, j)`` are settled (``SlotMemo``);
+    none is when a series has fewer than two points in the window (it adds to no slot now, and may have
+    to one computed before). A series with fewer than two adds to no slot at all."""
+    earliest, first, last = math.inf, -math.inf, math.inf
+    settled = True
     for times, _ in cols:
         a = bisect_right(times, g.start) if g.start > lo else 0
         e = bisect_right(times, g.end) if g.end < hi else len(times)
         if e - a < 2:
-            return 0, 0
-        first, last = max(first, times[a]), min(last, times[e - 1])
+            settled = False
+            continue
+        earliest, first, last = min(earliest, times[a]), max(first, times[a]), min(last, times[e - 1])
     b = g.bounds
-    return max(1, bisect_left(b, first)), min(g.slots - 1, bisect_right(b, last) - 1)
+    empty = g.slots if earliest == math.inf else max(0, bisect_left(b, earliest) - 1)
+    if not settled or earliest == math.inf:
+        return empty, 0, 0
+    return empty, max(1, bisect_left(b, first)), min(g.slots - 1, bisect_right(b, last) - 1)
 
 
 def _computed(cols: list[_Columns], g: _Grid, i: int, j: int, lo: float, hi: float
