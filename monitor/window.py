@@ -2,10 +2,10 @@
 
 Cost: independent of the window's length for almost every number. Rates,
 increases and counts come from each series' ``Span`` (a few bisections and
-the store's incremental counter-reset index); the rate chart's slots
-are ``ptmon.monitor.slots``'s. Only the numbers that need every point (the trainer's per-sync series) read the window point
-by point, and each series at most once per build. tests/bench/bench_build.py
-measures it.
+the store's incremental counter-reset index); the rate chart's slots are
+``ptmon.monitor.slots``'s. Only the numbers that need every point (the
+trainer's per-sync series) read the window point by point, and each series
+at most once per build. tests/bench/bench_build.py measures it.
 """
 
 from __future__ import annotations
