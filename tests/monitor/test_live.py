@@ -356,3 +356,39 @@ async def test_a_settled_feed_freezes_the_heap_once_every_target_has_answered_or
         await plain.aclose()
     finally:
         gc.unfreeze()
+
+
+async def test_the_chart_a_feed_keeps_between_builds_is_the_one_a_fresh_build_draws() -> None:
+    """``ptmon watch`` keeps the rate chart's settled slots from build to build (``SlotMemo``): through
+    moving counters, a restart, a worker that stops answering and window switches, every Dashboard's chart
+    and 10-minute median are those of a build from nothing at the same moment."""
+    from ptmon.monitor.build import build_dashboard
+
+    ticks = {"n": 0}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        n = ticks["n"]
+        if request.url.host == "w2" and 30 <= n < 45:
+            return httpx.Response(503)
+        k = int(request.url.host[1:]) + 1
+        value = (n - 50 if request.url.host == "w1" and n >= 50 else n) * k * 1.5  # w1 restarts at 50
+        body = b'posttrain_rollouts_total{env="math",outcome="ok"} %r\n' % value
+        return httpx.Response(200, content=body, headers={"content-type": "text/plain; version=0.0.4"})
+
+    clock = Clock(T0)
+    settings = Settings(targets=tuple(Target(f"w{i}", f"http://w{i}/metrics") for i in range(3)))
+    feed = LiveFeed(settings, clock=clock, transport=httpx.MockTransport(handler))
+    try:
+        for n in range(90):
+            ticks["n"] = n
+            await feed.collect_once()
+            clock.advance(0.7 if n % 3 else 1.3)
+            window = 60.0 if n < 70 else 30.0
+            d = await feed.dashboard(window_s=window)
+            fresh = build_dashboard(feed.store, feed.health(), settings, now=d.now, window_s=window,
+                                    evals=feed.evals)
+            assert d.rollout_rate_series == fresh.rollout_rate_series, n
+            assert d.rollout_rate_median_10m == fresh.rollout_rate_median_10m, n
+    finally:
+        await feed.aclose()
+    assert len(d.rollout_rate_series) >= 8
