@@ -162,8 +162,7 @@ def _target_rates(series: list[Series], lo: float, hi: float, grids: list[_Grid]
         use_lo, use_hi = _reusable(run, g, ok_lo, ok_hi)
         if use_lo >= use_hi:
             use_lo = use_hi = g.slots
-        head = _computed(cols, g, empty, use_lo, lo, hi)
-        tail = _computed(cols, g, use_hi, g.slots, lo, hi)
+        head, tail = _computed(cols, g, (empty, use_lo), (use_hi, g.slots), lo, hi)
         rates, known = [0.0] * empty + head[0], [False] * empty + head[1]
         if run is not None and use_lo < use_hi:
             at = g.k0 + use_lo - 1 - run.k
@@ -207,13 +206,23 @@ def _slot_kinds(cols: list[_Columns], g: _Grid, lo: float, hi: float) -> tuple[i
     return empty, max(1, bisect_left(b, first)), min(g.slots - 1, bisect_right(b, last) - 1)
 
 
-def _computed(cols: list[_Columns], g: _Grid, i: int, j: int, lo: float, hi: float
-              ) -> tuple[list[float], list[bool]]:
-    """Slots ``[i, j)`` of ``g`` read from the columns: the target's rate in each, and whether it had data."""
-    if i >= j:
-        return [], []
-    inc, dt = _slot_sums(cols, g.start, g.end, g.bounds[i:j + 1], lo, hi)
-    return [x / d if d > 0 else 0.0 for x, d in zip(inc, dt, strict=True)], list(map(gt, dt, repeat(0.0)))
+def _computed(cols: list[_Columns], g: _Grid, head: tuple[int, int], tail: tuple[int, int], lo: float, hi: float
+              ) -> tuple[tuple[list[float], list[bool]], tuple[list[float], list[bool]]]:
+    """Slots ``[i, j)`` of ``g`` for each of ``head`` and ``tail`` read from the columns, in one pass over
+    them (the slot between the two runs is read too, and dropped): the target's rate in each slot, and
+    whether it had data."""
+    (i, j), (m, n) = head, tail
+    if i >= j and m >= n:
+        return ([], []), ([], [])
+    b = g.bounds
+    bounds = b[i:j + 1] + b[m:n + 1] if i < j and m < n else b[i:j + 1] if i < j else b[m:n + 1]
+    inc, dt = _slot_sums(cols, g.start, g.end, bounds, lo, hi)
+    rates = [x / d if d > 0 else 0.0 for x, d in zip(inc, dt, strict=True)]
+    known = list(map(gt, dt, repeat(0.0)))
+    cut = max(0, j - i)
+    if i < j and m < n:
+        return (rates[:cut], known[:cut]), (rates[cut + 1:], known[cut + 1:])
+    return ((rates, known), ([], [])) if i < j else (([], []), (rates, known))
 
 
 class _Layout:
