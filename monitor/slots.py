@@ -187,9 +187,9 @@ def _reusable(run: _Run | None, g: _Grid, ok_lo: int, ok_hi: int) -> tuple[int, 
 
 def _slot_kinds(cols: list[_Columns], g: _Grid, lo: float, hi: float) -> tuple[int, int, int]:
     """``(n, i, j)``: the first ``n`` slots of ``g`` end before the target's first point in the window (no
-    data: both bounds pick that point), and the aligned slots ``[i, j)`` are settled (``SlotMemo``);
-    none is when a series has fewer than two points in the window (it adds to no slot now, and may have
-    to one computed before). A series with fewer than two adds to no slot at all."""
+    data: both bounds pick that point), and the aligned slots ``[i, j)`` are settled (``SlotMemo``). A
+    series with fewer than two points in the window adds to no slot now, though it may have added to one
+    kept from before: then no slot is settled."""
     earliest, first, last = math.inf, -math.inf, math.inf
     settled = True
     for times, _ in cols:
