@@ -30,14 +30,17 @@ _Columns = tuple[Any, Any]  # a series' (times, values) over the widest window a
 
 def slot_bounds(start: float, end: float, step: float) -> list[float]:
     """``start``, every multiple of ``step`` strictly inside ``(start, end)``, and ``end``: the slot bounds."""
+    return [start, *(k * step for k in _multiples(start, end, step)), end]
+
+
+def _multiples(start: float, end: float, step: float) -> range:
+    """The k of every multiple ``k * step`` strictly inside ``(start, end)`` (the memo's slot numbering)."""
     first, last = math.floor(start / step) + 1, math.ceil(end / step) - 1
-    return [start, *(b for k in range(first, last + 1) if start < (b := k * step) < end), end]
-
-
-def _first_multiple(start: float, step: float) -> int:
-    """k of the first bound after ``start`` that is a multiple of ``step`` (the memo's slot numbering)."""
-    k = math.floor(start / step) + 1
-    return k + 1 if k * step <= start else k
+    if first * step <= start:  # the division rounded
+        first += 1
+    if last * step >= end:
+        last -= 1
+    return range(first, last + 1)
 
 
 def rate_slots(per_target: Iterable[list[Series]], w: Window, step: float) -> list[Point]:
@@ -93,7 +96,7 @@ class _Grid:
         self.start, self.end, self.step = start, end, step
         self.bounds = slot_bounds(start, end, step)
         self.slots = len(self.bounds) - 1
-        self.k0 = _first_multiple(start, step)
+        self.k0 = _multiples(start, end, step).start
 
 
 @dataclass(slots=True)
@@ -136,17 +139,13 @@ class SlotMemo:
             del self._runs[key]
 
     def run(self, series: list[Series], step: float) -> _Run | None:
+        """The run kept for these very series (a run holds its series, so no other object has their ids)."""
         key = (step, tuple(map(id, series)))
         self._used.add(key)
-        found = self._runs.get(key)
-        return found if found is not None and all(map(_same, found.series, series)) else None
+        return self._runs.get(key)
 
     def keep(self, series: list[Series], step: float, run: _Run) -> None:
         self._runs[(step, tuple(map(id, series)))] = run
-
-
-def _same(a: Series, b: Series) -> bool:
-    return a is b
 
 
 def _target_rates(series: list[Series], lo: float, hi: float, grids: list[_Grid], memo: SlotMemo | None
