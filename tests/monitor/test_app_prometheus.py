@@ -199,6 +199,8 @@ async def test_watch_prometheus_shows_the_fleet_then_a_dead_exporter_a_hung_and_
                     and all(w.rollouts_per_s for w in d.workers) and len(d.workers) == 2)
 
         await until(pilot, healthy, what="three targets up with rollouts, steps and syncs")
+        # The header is painted from that Dashboard a frame later on a loaded machine: wait for the paint.
+        await until(pilot, lambda: "targets 3/3" in screen_text(app), what="the header's 'targets 3/3'")
         text = screen_text(app)
         assert "prom-run-1" in text and "qwen-7b" in text
         assert "targets 3/3" in text
