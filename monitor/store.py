@@ -410,6 +410,19 @@ class Series:
         t, off = self._times()
         return t[self._ncold + len(v) - 1 + off], v[-1]
 
+    def finite_ends(self) -> tuple[float, float] | None:
+        """The first and the last finite value held; None when none is. Two point reads when both ends are
+        finite: a creation time is read in every build, and copying its whole history (frozen chunks
+        decoded) grew each build with the store's fill."""
+        a, b = self._window(None, None)
+        if a >= b:
+            return None
+        first, last = self._val(a), self._val(b - 1)
+        if isfinite(first) and isfinite(last):
+            return first, last
+        finite = [v for v in self._vals(a, b) if isfinite(v)]
+        return (finite[0], finite[-1]) if finite else None
+
     def points(self, start: float | None = None, end: float | None = None) -> list[tuple[float, float]]:
         """Points with ``start <= t <= end``, oldest first.
 
@@ -642,6 +655,10 @@ class _Latest(Series):
 
     def drop_times(self, start: float | None = None, end: float | None = None) -> list[float]:
         return []
+
+    def finite_ends(self) -> tuple[float, float] | None:
+        v = self._tv[1]
+        return (v, v) if self._tv[0] != -math.inf and isfinite(v) else None
 
     def value_at(self, timestamp: float) -> float | None:
         return self._tv[1] if timestamp == self._tv[0] else None

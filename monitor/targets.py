@@ -7,7 +7,6 @@ A target with data but no health report (a replay, a test) is listed with
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -15,7 +14,7 @@ from ptmon.exporters import schema
 from ptmon.monitor.dashboard import TargetHealth
 from ptmon.monitor.roles import detect_role, run_info_names
 from ptmon.monitor.settings import Settings
-from ptmon.monitor.store import Series, Store
+from ptmon.monitor.store import Store
 
 __all__ = ["KnownTarget", "target_roles", "known_targets", "run_start"]
 
@@ -74,20 +73,7 @@ def run_start(store: Store, targets: Sequence[KnownTarget], now: float) -> float
     """
     for group in ([t for t in targets if t.role == schema.ROLE_TRAINER], targets):
         times = [v for t in group for name in _CREATED for s in store.series(t.name, name)
-                 for v in _finite_ends(s) if 0 < v <= now]
+                 for v in (s.finite_ends() or ()) if 0 < v <= now]
         if times:
             return min(times)
     return None
-
-
-def _finite_ends(series: Series) -> tuple[float, ...]:
-    """The first and the last finite value held (``Series.span``'s ends) without a ``span``: a creation
-    time is a gauge, and a span would build it a counter-reset index to keep up on every later read."""
-    _, values = series.columns()
-    if not values:
-        return ()
-    first, last = values[0], values[-1]
-    if math.isfinite(first) and math.isfinite(last):
-        return first, last
-    finite = [v for v in values if math.isfinite(v)]
-    return (finite[0], finite[-1]) if finite else ()
