@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 from ptmon.exporters.rollout import RolloutExporter
 from ptmon.exporters.serve import serve
@@ -35,11 +36,15 @@ async def test_a_prometheus_recording_replays_the_stored_samples_numbers(tmp_pat
         for _ in range(8):
             await asyncio.sleep(1.0)
             live = await feed.dashboard(window_s=60.0)
-        inner = feed.feed
-        # What the stored samples alone give at that moment (the server's own evaluation aside).
-        stored = build_dashboard(inner.store, tuple(live.targets), inner.settings, now=live.now, window_s=60.0,
-                                 evals=inner.evals)
         await feed.aclose()
+        inner = feed.feed
+        # What the stored samples and the last health alone give once everything is in (the server's own
+        # evaluation aside). Compared at the close, not at ``live.now``: a poll made during or after that
+        # build learns of a scrape the server made before it, so the recording rightly holds health and
+        # samples stamped before ``live.now`` that ``live`` never saw.
+        end = time.time()
+        stored = build_dashboard(inner.store, tuple(inner.health()), inner.settings, now=end, window_s=60.0,
+                                 evals=inner.evals)
     finally:
         stop.set()
         thread.join()
@@ -47,7 +52,7 @@ async def test_a_prometheus_recording_replays_the_stored_samples_numbers(tmp_pat
     assert live.targets and live.rollout_rate_per_s and live.rollout_rate_per_s > 0
     replay = open_replay(str(path))
     try:
-        d = replay.dashboard_at(live.now, window_s=60.0)
+        d = replay.dashboard_at(end, window_s=60.0)
     finally:
         await replay.aclose()
     got, want = to_json(d), to_json(stored)
