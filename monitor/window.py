@@ -82,8 +82,10 @@ class Window:
         """The series' ``Span`` over ``target``'s rate range (``range_start`` to the end): no sample from
         before the range, such as one taken at another interval before a change of it."""
         begin = self.range_start(target)
-        if begin <= self.start:
-            return self.span(series)
+        return self.span(series) if begin <= self.start else self._span_from(series, begin)
+
+    def _span_from(self, series: Series, begin: float) -> Span | None:
+        """The series' ``Span`` over ``(begin, end]``, ``begin`` inside the window (memoised)."""
         key = (id(series), begin)
         sp = self._rate_spans.get(key, _MISSING)
         if sp is _MISSING:
@@ -93,9 +95,11 @@ class Window:
     def rate_sum(self, target: str, series: Iterable[Series]) -> float | None:
         """Σ PromQL rate over ``target``'s series; None when none has two points in the window."""
         total: float | None = None
-        begin = self.range_start(target)
-        for s in series:
-            r = span_rate(self.rate_span(s, target), start=begin, end=self.end)
+        begin, end = self.range_start(target), self.end
+        # rate_span's choice made once for the target, not once a series (this is most of a build's rates).
+        spans = map(self.span, series) if begin <= self.start else (self._span_from(s, begin) for s in series)
+        for sp in spans:
+            r = span_rate(sp, start=begin, end=end)
             if r is not None:
                 total = r if total is None else total + r
         return total
