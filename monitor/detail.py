@@ -54,11 +54,17 @@ class ScrapeRecord:
 
 
 class ScrapeLog:
-    """Each target's recent scrape attempts, newest last, at most ``keep`` per target. One event loop owns it."""
+    """Each target's recent scrape attempts, newest last, at most ``keep`` per target. One event loop owns it.
+
+    Held as plain tuples, made ``ScrapeRecord``s when asked for (the detail of one target): a tuple of
+    numbers and strings is dropped from the garbage collector's lists at its first collection, where a
+    record object stays on them. 600 a target are kept, so at 256 targets the records made the young
+    collections promote, and every full collection walk, 154,000 more objects by minute 10.
+    """
 
     def __init__(self, *, keep: int = _KEEP_SCRAPES) -> None:
         self._keep = keep
-        self._by_target: dict[str, deque[ScrapeRecord]] = {}
+        self._by_target: dict[str, deque[tuple[float, bool, float | None, str | None, int, float | None]]] = {}
 
     def observe(self, health: Iterable[TargetHealth]) -> None:
         """Record each target's last attempt if it is one not seen yet."""
@@ -66,14 +72,14 @@ class ScrapeLog:
             if h.last_scrape is None:
                 continue
             log = self._by_target.setdefault(h.name, deque(maxlen=self._keep))
-            if log and log[-1].at >= h.last_scrape:
+            if log and log[-1][0] >= h.last_scrape:
                 continue
             age = None if h.last_success is None else max(0.0, h.last_scrape - h.last_success)
-            log.append(ScrapeRecord(at=h.last_scrape, ok=h.up is True, seconds=h.scrape_seconds, error=h.error,
-                                    samples=h.samples, age_s=age))
+            # In ScrapeRecord's field order; an exact tuple, so the collector can untrack it.
+            log.append((h.last_scrape, h.up is True, h.scrape_seconds, h.error, h.samples, age))
 
     def of(self, name: str) -> tuple[ScrapeRecord, ...]:
-        return tuple(self._by_target.get(name, ()))
+        return tuple(ScrapeRecord(*fields) for fields in self._by_target.get(name, ()))
 
 
 @dataclass(frozen=True, slots=True)

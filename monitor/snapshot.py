@@ -120,7 +120,7 @@ async def collect(settings: Settings, *, over: float, feed: Any = None) -> Dashb
 
 def _first_data(store: Store) -> float | None:
     """The time of the earliest data held: this snapshot's first scrape, or a Prometheus backfill's start."""
-    firsts = [times[0] for target in store.targets() if (times := store.scrape_times(target))]
+    firsts = [t0 for target in store.targets() if (t0 := store.first_scrape(target)) is not None]
     return min(firsts) if firsts else None
 
 

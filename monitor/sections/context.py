@@ -110,7 +110,7 @@ class Context:
         self.roles = {t.name: t.role for t in self.targets}
         # Where this monitor's data on each target begins (half an interval before its first scrape,
         # so that scrape sits inside the range and rate() reads the plain slope).
-        self.firsts = {t.name: times[0] for t in self.targets if (times := store.scrape_times(t.name))}
+        self.firsts = {t.name: t0 for t in self.targets if (t0 := store.first_scrape(t.name)) is not None}
         since = -math.inf if rates_since is None else rates_since
         self.w = Window(now - window_s, now,
                         coverage={n: max(t0 - settings.interval_s / 2, since) for n, t0 in self.firsts.items()})

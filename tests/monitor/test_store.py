@@ -32,6 +32,17 @@ def test_each_series_keeps_only_the_newest_capacity_points() -> None:
     assert series.points() == [(7.0, 70.0), (8.0, 80.0), (9.0, 90.0), (10.0, 100.0), (11.0, 110.0)]
     assert len(series) == 5 and series.last() == (11.0, 110.0)
     assert store.scrape_times("a") == [7.0, 8.0, 9.0, 10.0, 11.0]
+    assert store.first_scrape("a") == 7.0  # the oldest held, not the first ever
+
+
+def test_first_scrape_is_the_oldest_time_held_and_none_without_one() -> None:
+    store = Store(capacity=3)
+    assert store.first_scrape("a") is None
+    for t in (5.0, 6.0, 7.0):
+        store.ingest("a", t, [Sample("m", {}, 1.0)])
+        assert store.first_scrape("a") == 5.0 == store.scrape_times("a")[0]
+    store.ingest("a", 8.0, [])  # a scrape with no samples still counts, as scrape_times says
+    assert store.first_scrape("a") == 6.0 == store.scrape_times("a")[0]
 
 
 def test_points_window_is_inclusive_at_both_ends() -> None:
