@@ -547,7 +547,7 @@ class ExpositionParser:
     """
 
     __slots__ = ("_max_value", "_max_series", "_series_chars", "_max_page", "_max_line", "_max_lines", "_caches",
-                 "_held", "_meta", "_values", "_family", "_keep", "_skipped", "_short")
+                 "_held", "_meta", "_values", "_family", "_keep", "_skipped", "_short", "_rejected")
 
     # At most this many value texts are remembered (cleared when full, at the next scrape), none longer
     # than _VALUE_TEXT (the longest float repr is 24 characters). 4,096: a page of moving counters never
@@ -576,6 +576,9 @@ class ExpositionParser:
         # differs; _held: the bytes of series text each holds (its keys).
         self._caches: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
         self._held = [0, 0]
+        # How many series of each cache ``keep`` rejected, while that cache is unchanged; None: count again.
+        # Only the careful and cold paths change a cache, so a steady scrape reuses the last count.
+        self._rejected: list[int | None] = [None, None]
         # metadata lines already validated, per format -> the (family, type) a TYPE line declares.
         self._meta: tuple[dict[str, tuple[str, str] | None], dict[str, tuple[str, str] | None]] = ({}, {})
         self._values: dict[str, float] = {}
@@ -592,7 +595,13 @@ class ExpositionParser:
     def skipped_series(self, *, openmetrics: bool) -> int:
         """How many distinct series ``keep`` rejected on the last page of that format (a series written
         twice is one), from the cache, which holds that page's series."""
-        return list(self._caches[bool(openmetrics)].values()).count(_SKIP) if self._skipped else 0
+        if not self._skipped:
+            return 0
+        om = bool(openmetrics)
+        count = self._rejected[om]
+        if count is None:
+            count = self._rejected[om] = list(self._caches[om].values()).count(_SKIP)
+        return count
 
     def parse(self, text: str, *, openmetrics: bool | None = None) -> list[Sample]:
         """Parse one scrape's body; raises :class:`ParseError` on the first invalid line."""
@@ -699,6 +708,7 @@ class ExpositionParser:
             samples = self._kept(names, samples, entries)
         cache, meta = self._caches[om], self._meta[om]
         cache.update(entries)
+        self._rejected[om] = None
         self._held[om] = held
         meta.update(zip(compress(hlines, hlines), repeat(None), strict=False))
         meta.update(zip(compress(tlines, tlines), zip(compress(tnames, tlines), compress(kinds, tlines), strict=True),
@@ -742,6 +752,7 @@ class ExpositionParser:
         else, errors included, is handed to ``_careful`` whole, which says why. True at '# EOF'.
         """
         cache, meta = self._caches[om], self._meta[om]
+        self._rejected[om] = None  # the page's series go into the cache here
         get = cache.get
         append = out.append
         pairs_of = _PAIR_RE.findall
@@ -1000,6 +1011,7 @@ class ExpositionParser:
                                  "(the limit per target)")
         cache[key] = entry
         self._held[om] += size
+        self._rejected[om] = None
 
     def _forget_the_rest(self, text: str, lines: list[str] | None, out: list[Sample], om: bool) -> None:
         """Bound the caches to this page: more entries than sample lines means some are of series gone.
@@ -1038,6 +1050,7 @@ class ExpositionParser:
         cache.clear()
         cache.update(kept)
         self._held[om] = sum(map(_utf8_len, cache))
+        self._rejected[om] = None
 
     @staticmethod
     def _cache_key(line: str, p: _Line) -> str | None:

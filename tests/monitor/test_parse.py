@@ -31,7 +31,16 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as text_families
 
 from ptmon.exporters.schema import MAX_LABEL_VALUE_BYTES, MAX_SERIES_BYTES, ROLLOUT_SECONDS, ROLLOUTS
-from ptmon.monitor.parse import ACCEPT_HEADER, ExpositionParser, Labels, ParseError, Sample, is_openmetrics, parse
+from ptmon.monitor.parse import (
+    _SKIP,
+    ACCEPT_HEADER,
+    ExpositionParser,
+    Labels,
+    ParseError,
+    Sample,
+    is_openmetrics,
+    parse,
+)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 
@@ -1075,6 +1084,32 @@ def test_keep_caches_stay_bounded_by_the_page() -> None:
     cache = dict(parser._caches[0])
     parser.parse(text.replace("} 3\n", "} 4\n"))
     assert parser._caches[0].keys() == cache.keys()
+
+
+_POOL = [f'{name}{{w="{i}"}}' for name in ("kept", "dropped") for i in range(6)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.tuples(st.sampled_from(_POOL), st.integers(0, 3), st.booleans()), max_size=14),
+                min_size=1, max_size=8))
+def test_the_count_of_rejected_series_is_kept_only_while_the_cache_is_unchanged(
+        pages: list[list[tuple[str, int, bool]]]) -> None:
+    """The health's count of series ``keep`` rejected is what the cache holds, through churn, new series,
+    timestamped lines (the careful path) and a page refused halfway: kept between steady scrapes, counted
+    again whenever a cache changes."""
+    parser = ExpositionParser(keep=lambda name: name == "kept")
+    for page in pages:
+        lines = [f"{series} {value}" + (" 1700000000000" if stamped else "") for series, value, stamped in page]
+        if len(page) > 5:
+            lines.insert(len(lines) // 2, "dropped{w=\"9\"} one")  # refused: the cache keeps what was read
+        try:
+            parser.parse("\n".join(lines) + "\n")
+        except ParseError:
+            pass
+        if parser.skipped:
+            assert parser.skipped_series(openmetrics=False) == list(parser._caches[0].values()).count(_SKIP)
+        else:
+            assert parser.skipped_series(openmetrics=False) == 0
 
 
 def test_keep_none_returns_every_sample_and_openmetrics_too() -> None:
